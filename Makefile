@@ -1,0 +1,25 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint bench peer
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/sgam demo --db sgam-demo.db
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/bench_store.py --quick
+
+peer: $(VENV)/.installed
+	$(BIN)/python ../shared/tools/peer_suite.py $(CURDIR)/$(BIN)/python 'from sgam_store import SGAMStore as SqliteStore'

@@ -1,0 +1,78 @@
+"""Every error the store raises, in one hierarchy users can catch.
+
+Each class also derives from the builtin that LangGraph code and users already catch
+(`ValueError` for bad input, `PermissionError` for scope), so switching from another
+`BaseStore` does not break existing `except` clauses.
+"""
+
+from __future__ import annotations
+
+from langgraph.store.base import InvalidNamespaceError
+
+__all__ = [
+    "SGAMError",
+    "ConflictError",
+    "InvalidTimestampError",
+    "InvalidFactError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "DimensionMismatchError",
+    "ValueTooLargeError",
+    "ReadOnlyViewError",
+    "TenantScopeError",
+    "StoreBusyError",
+    "ExtensionLoadError",
+    "SchemaVersionError",
+]
+
+
+class SGAMError(Exception):
+    """Base class for every error raised by sgam-store."""
+
+
+class ConflictError(SGAMError, ValueError):
+    """A stored fact already has the same key and the same `valid_from`.
+
+    Resolving it needs an application policy (source precedence, confirmation);
+    the store never overwrites silently. Nothing was written.
+    """
+
+
+class InvalidTimestampError(SGAMError, ValueError):
+    """A timestamp was naive (no UTC offset) or could not be parsed."""
+
+
+class InvalidFactError(SGAMError, ValueError):
+    """A fact or candidate is malformed (bad subject, attribute or value)."""
+
+
+class InvalidFilterError(SGAMError, ValueError):
+    """A search filter used an unknown operator or an unsafe key."""
+
+
+class DimensionMismatchError(SGAMError, ValueError):
+    """A vector's length differs from the index's configured `dims`."""
+
+
+class ValueTooLargeError(SGAMError, ValueError):
+    """A value's JSON encoding exceeds the store's `max_value_bytes`."""
+
+
+class ReadOnlyViewError(SGAMError, PermissionError):
+    """A write was sent to a read-only view (`as_of`)."""
+
+
+class TenantScopeError(SGAMError, PermissionError):
+    """An operation named a tenant outside the view's scope."""
+
+
+class StoreBusyError(SGAMError, RuntimeError):
+    """The database stayed locked after every bounded retry."""
+
+
+class ExtensionLoadError(SGAMError, RuntimeError):
+    """No SQLite build on this machine can load sqlite-vec."""
+
+
+class SchemaVersionError(SGAMError, RuntimeError):
+    """The database was written by a newer sgam-store than this one."""

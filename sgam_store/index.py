@@ -1,0 +1,118 @@
+"""What gets indexed for search: embedding config, field text, vectors and keyword rows.
+
+Index rows are keyed by `fact_id`, which survives interval closing, so closing a
+fact never re-embeds it: only the vec0 `is_current` flag changes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_vec
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
+
+from .errors import DimensionMismatchError, InvalidFactError
+
+WHOLE_VALUE = "$"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A validated `index=` config: LangGraph's IndexConfig, plus SqliteStore's `text_fields`."""
+
+    dims: int
+    embeddings: Embeddings
+    fields: tuple[str, ...]
+    config: dict[str, Any]
+
+    @classmethod
+    def from_config(cls, index: IndexConfig | dict[str, Any]) -> IndexSpec:
+        config = dict(index)
+        if "dims" not in config or "embed" not in config:
+            raise InvalidFactError("index config needs 'dims' and 'embed'")
+        fields = config.get("fields") or config.get("text_fields") or [WHOLE_VALUE]
+        for path in fields:
+            tokenize_path(path)  # raises on a malformed path, before anything is stored
+        return cls(
+            dims=int(config["dims"]),
+            embeddings=ensure_embeddings(config["embed"]),
+            fields=tuple(fields),
+            config=config,
+        )
+
+    def texts(
+        self, value: dict[str, Any], fields: list[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(field, text) pairs to embed for one value; missing fields are skipped."""
+        pairs: list[tuple[str, str]] = []
+        for path in fields or self.fields:
+            if path == WHOLE_VALUE:
+                pairs.append((path, json.dumps(value, ensure_ascii=False)))
+                continue
+            for i, text in enumerate(get_text_at_path(value, path)):
+                pairs.append((f"{path}.{i}" if i else path, text))
+        return pairs
+
+    def check(self, vector: list[float]) -> bytes:
+        if len(vector) != self.dims:
+            raise DimensionMismatchError(
+                f"embedding has {len(vector)} dims; the index is configured for {self.dims}"
+            )
+        return sqlite_vec.serialize_float32(vector)
+
+
+def keyword_text(subject: str, attribute: str, value: dict[str, Any]) -> str:
+    """Text for the FTS5 row: the key's names plus every string or number in the value.
+
+    Subject and attribute are included so "passport deadline" finds `passport_deadline`
+    (unicode61 splits on '_' and '.').
+    """
+    parts = [subject, attribute]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                parts.append(str(key))
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+        elif node is not None and not isinstance(node, bool):
+            parts.append(str(node))
+
+    walk(value)
+    return " ".join(parts)
+
+
+def write_keyword(cur: Any, fact_id: int, text: str) -> None:
+    cur.execute("INSERT INTO fact_fts (rowid, body) VALUES (?, ?)", (fact_id, text))
+
+
+def write_vectors(
+    cur: Any, fact_id: int, tenant_id: str, vectors: list[tuple[str, bytes]], current: bool
+) -> None:
+    for field, blob in vectors:
+        cur.execute("INSERT INTO vector_rows (fact_id, field) VALUES (?, ?)", (fact_id, field))
+        cur.execute(
+            "INSERT INTO fact_vectors (rowid, tenant_id, embedding, is_current) "
+            "VALUES (?, ?, ?, ?)",
+            (cur.lastrowid, tenant_id, blob, int(current)),
+        )
+
+
+def mark_current(cur: Any, fact_ids: list[int], current: bool) -> None:
+    """Flip vec0's `is_current` for facts that opened or closed in this transaction."""
+    if not fact_ids:
+        return
+    rowids = cur.execute(
+        "SELECT vec_rowid FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(fact_ids),),
+    ).fetchall()
+    # One rowid per statement: vec0 refuses set-based UPDATEs ("partition key" error).
+    cur.executemany(
+        "UPDATE fact_vectors SET is_current = ? WHERE rowid = ?",
+        [(int(current), r[0]) for r in rowids],
+    )

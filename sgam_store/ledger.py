@@ -1,0 +1,370 @@
+"""The fact ledger: the interval rule, written once, and the bitemporal reads.
+
+Representation (bitemporal, append-only versions). Each row of `facts` is one
+*version* of a fact. Valid time is `[valid_from, valid_to)`; transaction time is
+`[known_from, known_to)`, the span during which the store believed that version.
+Rows are never edited in place except to set `known_to`: closing an interval
+retires the old version (`known_to = now`) and appends a copy with the new
+`valid_to`. `fact_id` stays the same across versions, so `supersedes_fact_id`
+links and vectors keep pointing at the fact. Therefore:
+
+- current belief   = rows with `known_to IS NULL`;
+- what was true at V, as believed at K = rows with `valid_from <= V < valid_to`
+  and `known_from <= K < known_to`;
+- a correction recorded later cannot leak into a read whose K precedes it.
+
+Every write runs in one `BEGIN IMMEDIATE` transaction (lock taken before the first
+read), retried as a whole on busy/locked, a bounded number of times with jitter.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from . import clock, namespaces
+from .connection import is_busy
+from .errors import ConflictError, InvalidFactError, StoreBusyError, ValueTooLargeError
+from .models import Fact, MemoryFact
+
+T = TypeVar("T")
+
+COLUMNS = (
+    "row_id, fact_id, tenant_id, namespace, subject, attribute, value, scalar, memory_type, "
+    "schema_version, valid_from, valid_to, recorded_at, known_from, known_to, created_at, "
+    "supersedes_fact_id, source_episode_id, confidence, retention_policy, expires_at, "
+    "ttl_minutes, decided_by"
+)
+_NAMES = [c.strip() for c in COLUMNS.split(",")]
+_INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})"
+
+MAX_ATTEMPTS = 8
+DEFAULT_MAX_VALUE_BYTES = 1 << 20
+
+
+@dataclass
+class Tx:
+    """One write transaction: its cursor, its instant, and fact ids it changed."""
+
+    cur: Any
+    now: str
+    next_row_id: int
+    opened: list[int] = field(default_factory=list)  # fact ids written as open/current
+    retired: list[int] = field(default_factory=list)  # fact ids that stopped being current
+
+    def allocate(self) -> int:
+        self.next_row_id += 1
+        return self.next_row_id
+
+
+def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[str, int]:
+    """JSON for a value in item form: objects as-is, scalars wrapped as {"value": x}."""
+    scalar = not isinstance(value, dict)
+    body = {"value": value} if scalar else value
+    try:
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidFactError(f"value is not JSON-serializable: {exc}") from None
+    if len(text.encode()) > max_bytes:
+        raise ValueTooLargeError(f"value is {len(text.encode())} bytes; the limit is {max_bytes}")
+    return text, int(scalar)
+
+
+def row_to_fact(row: Any) -> Fact:
+    r = dict(zip(_NAMES, row, strict=True))
+    value = json.loads(r["value"])
+    return Fact(
+        fact_id=r["fact_id"],
+        tenant_id=r["tenant_id"],
+        subject=r["subject"],
+        attribute=r["attribute"],
+        value=value["value"] if r["scalar"] else value,
+        valid_from=clock.parse_stored(r["valid_from"]),
+        valid_to=clock.parse_stored(r["valid_to"]),
+        supersedes_fact_id=r["supersedes_fact_id"],
+        source_episode_id=r["source_episode_id"],
+        recorded_at=clock.parse_stored(r["recorded_at"]),
+        known_from=clock.parse_stored(r["known_from"]),
+        known_to=clock.parse_stored(r["known_to"]),
+        created_at=clock.parse_stored(r["created_at"]),
+        memory_type=r["memory_type"],
+        schema_version=r["schema_version"],
+        confidence=r["confidence"],
+        retention_policy=r["retention_policy"],
+        expires_at=clock.parse_stored(r["expires_at"]),
+        decided_by=r["decided_by"],
+    )
+
+
+# ---------------------------------------------------------------- visibility (read rule)
+
+
+def visible(at: str | None, known_at: str | None, alias: str = "f") -> tuple[str, list[str]]:
+    """SQL for "rows visible at valid time `at` as believed at `known_at`".
+
+    `at=None` means *current*: the open fact of the current belief. `known_at=None`
+    means the current belief. Every read (get, search, list, history, views) uses this.
+    """
+    a = f"{alias}." if alias else ""
+    if known_at is None:
+        tx, params = f"{a}known_to IS NULL", []
+    else:
+        tx = f"{a}known_from <= ? AND ({a}known_to IS NULL OR {a}known_to > ?)"
+        params = [known_at, known_at]
+    if at is None:
+        return f"{a}valid_to IS NULL AND {tx}", params
+    return (
+        f"{a}valid_from <= ? AND ({a}valid_to IS NULL OR {a}valid_to > ?) AND {tx}",
+        [at, at, *params],
+    )
+
+
+# ---------------------------------------------------------------- write rule
+
+
+def _retire_and_reclose(tx: Tx, row: tuple, new_valid_to: str | None) -> None:
+    """Retire a believed version and append a copy ending at `new_valid_to`.
+
+    `new_valid_to=None` only retires it (a fact withdrawn before it ever held).
+    """
+    row_id = row[0]
+    tx.cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (tx.now, row_id))
+    if row[11] is None:  # it was open: it is no longer the current fact
+        tx.retired.append(row[1])
+    if new_valid_to is None:
+        return
+    copy = list(row)
+    copy[0] = tx.allocate()
+    copy[11] = new_valid_to
+    copy[13] = tx.now  # known_from
+    copy[14] = None  # known_to
+    tx.cur.execute(_INSERT, copy)
+
+
+def _find_containing(tx: Tx, ns: str, attribute: str, instant: str) -> tuple | None:
+    """The believed version whose interval contains `instant` (at most one exists)."""
+    return tx.cur.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? "
+        "AND known_to IS NULL AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) "
+        "ORDER BY valid_from DESC LIMIT 1",
+        (ns, attribute, instant, instant),
+    ).fetchone()
+
+
+def _next_start(tx: Tx, ns: str, attribute: str, instant: str) -> str | None:
+    row = tx.cur.execute(
+        "SELECT MIN(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
+        "AND known_to IS NULL AND valid_from > ?",
+        (ns, attribute, instant),
+    ).fetchone()
+    return row[0]
+
+
+def replace_fact(
+    tx: Tx,
+    fact: MemoryFact,
+    *,
+    ttl_minutes: float | None = None,
+    decided_by: str | None = None,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+) -> int:
+    """Apply the design's write rule for one fact inside `tx`; return the new row id.
+
+    1. same key and same valid_from already believed -> ConflictError (nothing written);
+    2. else the version containing valid_from is closed there, and the new fact inherits
+       its old end and records `supersedes_fact_id`;
+    3. else (it predates everything) the new fact ends where the next one begins.
+    """
+    value_text, scalar = encode_value(fact.value, max_value_bytes)
+    ns = namespaces.to_text(fact.namespace)
+    start = fact.valid_from
+    containing = _find_containing(tx, ns, fact.attribute, start)
+    if containing is not None and containing[10] == start:
+        raise ConflictError(
+            f"{fact.tenant_id}/{fact.subject}.{fact.attribute} already has a fact valid from "
+            f"{start} (fact_id={containing[1]}); resolve with a conflict policy"
+        )
+    if containing is not None:
+        end, supersedes, created = containing[11], containing[1], containing[15]
+        _retire_and_reclose(tx, containing, start)
+    else:
+        end, supersedes = _next_start(tx, ns, fact.attribute, start), None
+        created = _first_start(tx, ns, fact.attribute, start)
+    expires = fact.expires_at
+    if expires is None and ttl_minutes is not None:
+        expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
+    row_id = tx.allocate()
+    tx.cur.execute(
+        _INSERT,
+        (
+            row_id,
+            row_id,
+            fact.tenant_id,
+            ns,
+            fact.subject,
+            fact.attribute,
+            value_text,
+            scalar,
+            fact.memory_type,
+            fact.schema_version,
+            start,
+            end,
+            tx.now,
+            tx.now,
+            None,
+            created,
+            supersedes,
+            fact.source_episode_id,
+            fact.confidence,
+            fact.retention_policy,
+            expires,
+            ttl_minutes,
+            decided_by,
+        ),
+    )
+    if end is None:
+        tx.opened.append(row_id)
+    return row_id
+
+
+def _first_start(tx: Tx, ns: str, attribute: str, fallback: str) -> str:
+    row = tx.cur.execute(
+        "SELECT MIN(created_at) FROM facts WHERE namespace = ? AND attribute = ? "
+        "AND known_to IS NULL",
+        (ns, attribute),
+    ).fetchone()
+    return min(row[0], fallback) if row[0] else fallback
+
+
+def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | None:
+    """Close the open fact of a key at `at` (default now); history is kept.
+
+    A fact that starts after `at` never held, so it is withdrawn from belief instead.
+    Returns the closed fact_id, or None when the key had no open fact.
+    """
+    row = tx.cur.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? "
+        "AND valid_to IS NULL AND known_to IS NULL",
+        (ns, attribute),
+    ).fetchone()
+    if row is None:
+        return None
+    when = at or tx.now
+    _retire_and_reclose(tx, row, when if row[10] < when else None)
+    return row[1]
+
+
+def put_start(tx: Tx, ns: str, attribute: str) -> str:
+    """valid_from for a `put`: now, or just after the key's latest start if that is later.
+
+    A put must become the current fact: two puts in one microsecond, or a clock that
+    lags another process's, would otherwise collide or land behind the open fact.
+    """
+    row = tx.cur.execute(
+        "SELECT MAX(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
+        "AND known_to IS NULL",
+        (ns, attribute),
+    ).fetchone()
+    if row[0] is None or row[0] < tx.now:
+        return tx.now
+    return clock.shift(row[0], clock.MICROSECOND)
+
+
+# ---------------------------------------------------------------- transactions
+
+
+class Writer:
+    """Runs write transactions on one connection, with bounded whole-transaction retry."""
+
+    def __init__(self, conn: Any, lock: Any, max_attempts: int = MAX_ATTEMPTS) -> None:
+        self.conn = conn
+        self.lock = lock
+        self.max_attempts = max_attempts
+
+    def run(self, body: Callable[[Tx], T]) -> T:
+        """Run `body` in `BEGIN IMMEDIATE`; on busy/locked, roll back and run it again."""
+        for attempt in range(self.max_attempts):
+            try:
+                with self.lock, self._transaction() as tx:
+                    return body(tx)
+            except Exception as exc:
+                if not is_busy(exc):
+                    raise
+                time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
+        raise StoreBusyError(f"database stayed locked after {self.max_attempts} attempts")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Tx]:
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            top = cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
+            yield Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+
+# ---------------------------------------------------------------- reads
+
+
+def fact_at(
+    conn: Any, ns: str, attribute: str, at: str | None, known_at: str | None = None
+) -> Fact | None:
+    cond, params = visible(at, known_at, alias="")
+    row = conn.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
+        "ORDER BY valid_from DESC LIMIT 1",
+        (ns, attribute, *params),
+    ).fetchone()
+    return row_to_fact(row) if row else None
+
+
+def history(conn: Any, ns: str, attribute: str, known_at: str | None = None) -> list[Fact]:
+    """Every fact of a key as believed at `known_at` (default: now), by valid_from."""
+    if known_at is None:
+        cond, params = "known_to IS NULL", []
+    else:
+        cond, params = "known_from <= ? AND (known_to IS NULL OR known_to > ?)", [known_at] * 2
+    rows = conn.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
+        "ORDER BY valid_from",
+        (ns, attribute, *params),
+    ).fetchall()
+    return [row_to_fact(r) for r in rows]
+
+
+# ---------------------------------------------------------------- expiry (TTL)
+
+
+def refresh_expiry(tx: Tx, keys: list[tuple[str, str]]) -> None:
+    """Move expires_at to now + ttl for open facts read with refresh (metadata, not belief)."""
+    for ns, attribute in keys:
+        row = tx.cur.execute(
+            "SELECT row_id, ttl_minutes FROM facts WHERE namespace = ? AND attribute = ? "
+            "AND valid_to IS NULL AND known_to IS NULL AND ttl_minutes IS NOT NULL",
+            (ns, attribute),
+        ).fetchone()
+        if row:
+            expires = clock.shift(tx.now, timedelta(minutes=row[1]))
+            tx.cur.execute("UPDATE facts SET expires_at = ? WHERE row_id = ?", (expires, row[0]))
+
+
+def close_expired(tx: Tx) -> int:
+    """Close open facts whose expires_at has passed, at that instant; history is kept."""
+    rows = tx.cur.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ? "
+        "AND valid_to IS NULL AND known_to IS NULL",
+        (tx.now,),
+    ).fetchall()
+    for row in rows:
+        expires = row[20]
+        _retire_and_reclose(tx, row, expires if row[10] < expires else None)
+    return len(rows)

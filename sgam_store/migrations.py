@@ -1,0 +1,133 @@
+"""Versioned store DDL: idempotent, safe for two processes opening one file at once.
+
+`PRAGMA user_version` is the schema version. Each migration runs inside
+`BEGIN IMMEDIATE`, and the version is re-read after the lock is held, so a second
+process that raced us finds the work done and skips it. A database written by a
+newer sgam-store is refused rather than touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import DimensionMismatchError, SchemaVersionError
+
+FACTS_DDL = """
+CREATE TABLE facts (
+    row_id             INTEGER PRIMARY KEY,   -- one version of a fact
+    fact_id            INTEGER NOT NULL,      -- stable across versions (row_id of the first)
+    tenant_id          TEXT NOT NULL,
+    namespace          TEXT NOT NULL,         -- dot-joined (tenant_id, *subject path)
+    subject            TEXT NOT NULL,
+    attribute          TEXT NOT NULL,         -- the BaseStore key
+    value              TEXT NOT NULL CHECK (json_valid(value) AND json_type(value) = 'object'),
+    scalar             INTEGER NOT NULL DEFAULT 0,  -- 1: value is {"value": scalar}
+    memory_type        TEXT NOT NULL,
+    schema_version     INTEGER NOT NULL,
+    valid_from         TEXT NOT NULL,         -- valid time, inclusive
+    valid_to           TEXT,                  -- valid time, exclusive; NULL = open
+    recorded_at        TEXT NOT NULL,         -- when the store first learned the fact
+    known_from         TEXT NOT NULL,         -- transaction time: this version became belief
+    known_to           TEXT,                  -- transaction time: stopped being belief
+    created_at         TEXT NOT NULL,         -- first valid_from for the key (Item.created_at)
+    supersedes_fact_id INTEGER,
+    source_episode_id  TEXT NOT NULL,
+    confidence         REAL,
+    retention_policy   TEXT,
+    expires_at         TEXT,
+    ttl_minutes        REAL,
+    decided_by         TEXT,
+    CHECK (valid_to IS NULL OR valid_from < valid_to),
+    CHECK (known_to IS NULL OR known_from <= known_to)
+)
+"""
+
+V1 = [
+    FACTS_DDL,
+    # One open fact per key in the current belief: the database, not the code, enforces it.
+    """CREATE UNIQUE INDEX facts_one_open ON facts (namespace, attribute)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+    # Rule 1 backstop: two believed facts never share a key and a valid_from.
+    """CREATE UNIQUE INDEX facts_one_start ON facts (namespace, attribute, valid_from)
+       WHERE known_to IS NULL""",
+    # Point-in-time and known_at reads walk a key's versions in valid-time order.
+    "CREATE INDEX facts_key_time ON facts (namespace, attribute, valid_from)",
+    # Current reads by tenant/namespace (search, list_namespaces) touch only open rows.
+    """CREATE INDEX facts_current_ns ON facts (tenant_id, namespace)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+    "CREATE INDEX facts_fact_id ON facts (fact_id)",
+    "CREATE INDEX facts_source ON facts (source_episode_id)",
+    """CREATE INDEX facts_expiry ON facts (expires_at)
+       WHERE expires_at IS NOT NULL AND known_to IS NULL""",
+    # vec0 rowid -> fact; one fact has one vector per embedded field.
+    """CREATE TABLE vector_rows (
+        vec_rowid INTEGER PRIMARY KEY,
+        fact_id   INTEGER NOT NULL,
+        field     TEXT NOT NULL
+    )""",
+    "CREATE INDEX vector_rows_fact ON vector_rows (fact_id)",
+    # Keyword index, one row per fact (rowid = fact_id); BM25 ranking comes with FTS5.
+    "CREATE VIRTUAL TABLE fact_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TABLE sgam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+]
+
+MIGRATIONS: list[list[str]] = [V1]
+LATEST = len(MIGRATIONS)
+
+
+def _version(conn: Any) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: Any) -> int:
+    """Bring the schema to LATEST; return the version found before."""
+    found = _version(conn)
+    if found > LATEST:
+        raise SchemaVersionError(
+            f"database schema v{found} is newer than this sgam-store (v{LATEST}); "
+            "upgrade sgam-store"
+        )
+    if found == LATEST:
+        return found
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = _version(conn)  # re-read under the lock: another process may have migrated
+        for version in range(current, LATEST):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+def ensure_vector_table(conn: Any, dims: int) -> None:
+    """Create the vec0 table for `dims`, or check an existing one has the same dims.
+
+    Partitioned by tenant: a tenant-scoped KNN reads one partition only, and tenants
+    cannot meet inside one search by construction. `is_current` is a metadata column
+    so current-only KNN filters inside vec0 instead of after it.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
+        if row is not None and int(row[0]) != dims:
+            raise DimensionMismatchError(
+                f"this database's vectors have {row[0]} dims; the index config says {dims}"
+            )
+        if row is None:
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS fact_vectors USING vec0("
+                "tenant_id TEXT PARTITION KEY, "
+                f"embedding FLOAT[{int(dims)}] distance_metric=cosine, "
+                "is_current INTEGER)"
+            )
+            conn.execute(
+                "INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', ?)", (str(dims),)
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,287 @@
+"""The read side of the BaseStore contract: filters, listing, keyword and vector search.
+
+Every query here takes a `Scope` (instant, belief time, tenant) and turns it into SQL
+through `ledger.visible`, so current reads, `as_of` views and tenant views share one
+rule. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
+
+from . import clock, ledger, namespaces
+from .errors import InvalidFilterError
+from .index import IndexSpec
+
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+# Filter keys are dotted paths; segments may hold letters, digits, '_', '-', ':', '@', ' '.
+# Anything else (quotes, brackets, '$', parentheses) is refused instead of escaped.
+_FILTER_SEGMENT = re.compile(r"^[\w\-:@ ]+$")
+KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which rows a read may see: valid instant, belief instant, and tenant confinement."""
+
+    at: str | None = None
+    known_at: str | None = None
+    tenant: str | None = None
+
+    def where(self, alias: str = "f") -> tuple[str, list[Any]]:
+        cond, params = ledger.visible(self.at, self.known_at, alias)
+        if self.current:  # an expired fact is stale even before the sweep closes it
+            cond += f" AND ({alias}.expires_at IS NULL OR {alias}.expires_at > ?)"
+            params = [*params, clock.utc_now()]
+        if self.tenant is not None:
+            cond += f" AND {alias}.tenant_id = ?"
+            params = [*params, self.tenant]
+        return cond, params
+
+    @property
+    def current(self) -> bool:
+        return self.at is None and self.known_at is None
+
+
+# ------------------------------------------------------------------ filters
+
+
+def json_path(key: str) -> str:
+    """`a.b-c` -> `$."a"."b-c"`, after refusing unsafe segments."""
+    segments = key.split(".")
+    if not key or not all(_FILTER_SEGMENT.match(s) for s in segments):
+        raise InvalidFilterError(f"Invalid filter key {key!r}: use letters, digits, _ - : @")
+    return "$" + "".join(f'."{s}"' for s in segments)
+
+
+def _number(value: int | float) -> float | int | None:
+    """Bindable number: NaN matches nothing (bound as NULL), huge ints become floats."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return float(value)
+    return value
+
+
+def _condition(path: str, op: str, value: Any) -> tuple[str, list[Any]]:
+    extract = "json_extract(f.value, ?)"
+    if op not in OPERATORS:
+        raise InvalidFilterError(f"Unknown filter operator {op!r}; use one of {OPERATORS}")
+    if isinstance(value, bool):
+        if op not in ("$eq", "$ne"):
+            raise InvalidFilterError(f"{op} does not apply to booleans")
+        test = "=" if op == "$eq" else "IS NOT"
+        return f"json_type(f.value, ?) {test} ?", [path, "true" if value else "false"]
+    if value is None:
+        return (f"{extract} IS NULL" if op == "$eq" else f"{extract} IS NOT NULL"), [path]
+    if isinstance(value, int | float):
+        bound, kind = _number(value), "json_type(f.value, ?) IN ('integer', 'real')"
+    elif isinstance(value, str):
+        bound, kind = value, "json_type(f.value, ?) = 'text'"
+    elif isinstance(value, list | dict):
+        if op not in ("$eq", "$ne"):
+            raise InvalidFilterError(f"{op} does not apply to lists or objects")
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        test = "=" if op == "$eq" else "IS NOT"
+        return f"{extract} {test} json(?)", [path, encoded]
+    else:
+        raise InvalidFilterError(f"unsupported filter value type {type(value).__name__}")
+    sql_op = {"$eq": "=", "$ne": "IS NOT", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+    if op == "$ne":
+        return f"{extract} IS NOT ?", [path, bound]
+    return f"({kind} AND {extract} {sql_op} ?)", [path, path, bound]
+
+
+def filter_sql(filter: dict[str, Any] | None) -> tuple[str, list[Any]]:
+    """AND of all conditions; a dict value holds operators, anything else means equality."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for key, spec in (filter or {}).items():
+        path = json_path(key)
+        ops = (
+            spec
+            if isinstance(spec, dict)
+            and spec
+            and all(isinstance(k, str) and k.startswith("$") for k in spec)
+            else {"$eq": spec}
+        )
+        for op, value in ops.items():
+            sql, p = _condition(path, op, value)
+            parts.append(sql)
+            params.extend(p)
+    return (" AND ".join(parts) or "1"), params
+
+
+def check_filter(filter: dict[str, Any] | None) -> None:
+    """Validate a filter without running it (batch validation happens before any SQL)."""
+    filter_sql(filter)
+
+
+# ------------------------------------------------------------------ items
+
+
+def to_item(row: Any, score: float | None = None, search: bool = False) -> Item:
+    r = dict(zip(ledger._NAMES, row, strict=False))
+    kwargs = {
+        "namespace": namespaces.from_text(r["namespace"]),
+        "key": r["attribute"],
+        "value": json.loads(r["value"]),
+        "created_at": clock.parse_stored(r["created_at"]),
+        "updated_at": clock.parse_stored(r["valid_from"]),
+    }
+    return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
+
+
+def get(conn: Any, scope: Scope, namespace: tuple[str, ...], key: str) -> Item | None:
+    cond, params = scope.where()
+    row = conn.execute(
+        f"SELECT {_f_columns()} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
+        " ORDER BY f.valid_from DESC LIMIT 1",
+        (namespaces.to_text(namespace), key, *params),
+    ).fetchone()
+    return to_item(row) if row else None
+
+
+def _f_columns() -> str:
+    return ", ".join(f"f.{n}" for n in ledger._NAMES)
+
+
+def _base_where(scope: Scope, op: SearchOp) -> tuple[str, list[Any]]:
+    cond, params = scope.where()
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", op.namespace_prefix)
+    flt_sql, flt_params = filter_sql(op.filter)
+    return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
+
+
+def tenant_of(scope: Scope, op: SearchOp) -> str | None:
+    """The tenant a search is confined to, if any: the view's, or the prefix's first label."""
+    if scope.tenant is not None:
+        return scope.tenant
+    return op.namespace_prefix[0] if op.namespace_prefix else None
+
+
+def listing(conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
+    """Search without a query: newest first, exact offset/limit."""
+    where, params = _base_where(scope, op)
+    rows = conn.execute(
+        f"SELECT {_f_columns()} FROM facts f WHERE {where} "
+        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
+        (*params, op.limit, op.offset),
+    ).fetchall()
+    return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
+
+
+def _rows_for_facts(conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int]) -> dict[int, Any]:
+    where, params = _base_where(scope, op)
+    rows = conn.execute(
+        f"SELECT {_f_columns()} FROM facts f WHERE f.fact_id IN "
+        f"(SELECT value FROM json_each(?)) AND {where}",
+        (json.dumps(fact_ids), *params),
+    ).fetchall()
+    return {r[1]: r for r in rows}
+
+
+def vector_ranking(
+    conn: Any, spec: IndexSpec, scope: Scope, op: SearchOp, query_vec: bytes, want: int
+) -> list[tuple[int, float, Any]]:
+    """(fact_id, similarity, row) best first, at least `want` long when that many match.
+
+    vec0 KNN is exact within its k; filters run after it, so k grows until enough
+    facts survive them or the candidates are exhausted, then falls back to an exact
+    scan over the filtered facts.
+    """
+    tenant = tenant_of(scope, op)
+    k = min(KNN_MAX_K, max(64, want * 4))
+    while True:
+        sql = "SELECT rowid, distance FROM fact_vectors WHERE embedding MATCH ? AND k = ?"
+        params: list[Any] = [query_vec, k]
+        if tenant is not None:
+            sql, params = sql + " AND tenant_id = ?", [*params, tenant]
+        if scope.current:
+            sql += " AND is_current = 1"
+        knn = conn.execute(sql, params).fetchall()
+        ranked = _rank(conn, scope, op, knn)
+        if len(ranked) >= want or len(knn) < k:
+            return ranked
+        if k == KNN_MAX_K:
+            return _exact_scan(conn, scope, op, query_vec)
+        k = min(KNN_MAX_K, k * 4)
+
+
+def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -> list:
+    if not knn:
+        return []
+    distance = dict(knn)
+    owners = conn.execute(
+        "SELECT vec_rowid, fact_id FROM vector_rows WHERE vec_rowid IN "
+        "(SELECT value FROM json_each(?))",
+        (json.dumps(list(distance)),),
+    ).fetchall()
+    best: dict[int, float] = {}
+    for vec_rowid, fact_id in owners:
+        sim = 1.0 - distance[vec_rowid]
+        if sim > best.get(fact_id, -math.inf):
+            best[fact_id] = sim
+    rows = _rows_for_facts(conn, scope, op, list(best))
+    out = [(fid, best[fid], rows[fid]) for fid in best if fid in rows]
+    out.sort(key=lambda t: -t[1])
+    return out
+
+
+def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> list:
+    where, params = _base_where(scope, op)
+    rows = conn.execute(
+        f"SELECT {_f_columns()}, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
+        "FROM facts f JOIN vector_rows vr ON vr.fact_id = f.fact_id "
+        f"JOIN fact_vectors v ON v.rowid = vr.vec_rowid WHERE {where} "
+        "GROUP BY f.row_id ORDER BY d",
+        (query_vec, *params),
+    ).fetchall()
+    return [(r[1], 1.0 - r[-1], r[:-1]) for r in rows]
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 MATCH string: each word quoted, OR-ed (BM25 rewards matching more)."""
+    words = re.findall(r"\w+", text)
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+
+
+def keyword_ranking(
+    conn: Any, scope: Scope, op: SearchOp, query: str, want: int
+) -> list[tuple[int, float, Any]]:
+    """(fact_id, score, row) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    where, params = _base_where(scope, op)
+    rows = conn.execute(
+        f"SELECT {_f_columns()}, bm25(fact_fts) AS b FROM fact_fts "
+        f"JOIN facts f ON f.fact_id = fact_fts.rowid WHERE fact_fts MATCH ? AND {where} "
+        "ORDER BY b LIMIT ?",
+        (match, *params, want),
+    ).fetchall()
+    return [(r[1], -r[-1] / (1.0 - r[-1]), r[:-1]) for r in rows]
+
+
+def list_namespaces(conn: Any, scope: Scope, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    """Distinct namespaces of visible facts, matched label-wise, truncated to max_depth."""
+    cond, params = scope.where()
+    conditions = tuple(op.match_conditions or ())
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", namespaces.literal_prefix(conditions))
+    rows = conn.execute(
+        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
+        (*params, *ns_params),
+    ).fetchall()
+    found: set[tuple[str, ...]] = set()
+    for (text,) in rows:
+        ns = namespaces.from_text(text)
+        if all(namespaces.matches(ns, c) for c in conditions):
+            found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
+    ordered = sorted(found)
+    return ordered[op.offset : op.offset + op.limit]

@@ -1,0 +1,390 @@
+"""SGAMStore: the LangGraph `BaseStore` adapter over the ledger.
+
+Write flow (only it changes state): validate every op -> embed outside the lock ->
+one `BEGIN IMMEDIATE` transaction: `ledger.replace_fact` per fact -> keyword and
+vector rows -> commit. Read flow: `search.Scope` -> SQL through `ledger.visible`.
+Views (`as_of`, `for_tenant`) are the same flows with another Scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    TTLConfig,
+)
+
+from . import clock, connection, ledger, migrations, namespaces, search
+from .errors import ReadOnlyViewError
+from .index import IndexSpec, keyword_text, mark_current, write_keyword, write_vectors
+from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
+from .search import Scope
+
+DEFAULT_SOURCE = "external:store.put"
+CURRENT = Scope()
+
+
+@dataclass
+class _PreparedPut:
+    """A validated put: its fact (None = delete), vectors, and TTL, ready for the ledger."""
+
+    op: PutOp
+    value_text: str | None
+    vectors: list[tuple[str, bytes]]
+    ttl: float | None
+
+
+def provenance(default: str = DEFAULT_SOURCE) -> str:
+    """Source id for a plain put: from the running LangGraph config when there is one.
+
+    `configurable.episode_id` wins, then `thread:<thread_id>`, then `run:<run_id>`;
+    outside a run, `default` (marked "external:" so it is never mistaken for an episode).
+    """
+    try:
+        from langgraph.config import get_config
+
+        config = get_config()
+    except (RuntimeError, ImportError):
+        return default
+    configurable = config.get("configurable") or {}
+    if configurable.get("episode_id"):
+        return str(configurable["episode_id"])
+    if configurable.get("thread_id"):
+        return f"thread:{configurable['thread_id']}"
+    if config.get("run_id"):
+        return f"run:{config['run_id']}"
+    return default
+
+
+class SGAMStore(BaseStore):
+    """A LangGraph store whose items are facts with validity intervals and provenance."""
+
+    supports_ttl = True
+    __slots__ = (
+        "_lock",
+        "_owns_conn",
+        "_ready",
+        "_spec",
+        "_writer",
+        "conn",
+        "default_source",
+        "embeddings",
+        "index_config",
+        "max_value_bytes",
+        "ttl_config",
+    )
+
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        index: IndexConfig | dict[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
+        max_value_bytes: int = ledger.DEFAULT_MAX_VALUE_BYTES,
+        default_source: str = DEFAULT_SOURCE,
+    ) -> None:
+        self._owns_conn = isinstance(conn, str)
+        self.conn = connection.connect(conn) if isinstance(conn, str) else conn
+        self._spec = IndexSpec.from_config(index) if index else None
+        self.index_config = self._spec.config if self._spec else None
+        self.embeddings = self._spec.embeddings if self._spec else None
+        self.ttl_config = ttl
+        self.max_value_bytes = max_value_bytes
+        self.default_source = default_source
+        self._lock = threading.RLock()
+        self._writer = ledger.Writer(self.conn, self._lock)
+        self._ready = False
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        index: IndexConfig | dict[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[SGAMStore]:
+        """Open a database file (or ':memory:'), yield a store, close it afterwards."""
+        store = cls(conn_string, index=index, ttl=ttl, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        if self._owns_conn:
+            self.conn.close()
+
+    def setup(self) -> None:
+        """Create or upgrade the schema (idempotent; safe across processes)."""
+        with self._lock:
+            migrations.migrate(self.conn)
+            if self._spec:
+                migrations.ensure_vector_table(self.conn, self._spec.dims)
+            self._ready = True
+
+    def _ensure_ready(self) -> None:
+        if not self._ready:
+            self.setup()
+
+    # ------------------------------------------------------------------ BaseStore
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self.execute(list(ops), CURRENT)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Runs `batch` in a worker thread: SQLite never blocks the event loop."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def execute(self, ops: Sequence[Op], scope: Scope, *, read_only: bool = False) -> list[Result]:
+        """Validate all ops, then run reads (seeing the state before this batch's writes)
+        and then every write in one transaction. Views call this with their scope."""
+        self._ensure_ready()
+        for op in ops:
+            _validate(op)
+        if read_only and any(isinstance(op, PutOp) for op in ops):
+            raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
+        puts = self._prepare_puts(ops)
+        queries = self._embed_queries(ops)
+        results: list[Result] = [None] * len(ops)
+        with self._lock:
+            for i, op in enumerate(ops):
+                if isinstance(op, GetOp):
+                    results[i] = search.get(self.conn, scope, op.namespace, op.key)
+                elif isinstance(op, SearchOp):
+                    results[i] = self._search(scope, op, queries.get(i))
+                elif isinstance(op, ListNamespacesOp):
+                    results[i] = search.list_namespaces(self.conn, scope, op)
+            self._refresh_ttl(ops, results, scope)
+            if puts:
+                self._writer.run(lambda tx: self._apply_puts(tx, puts))
+        return results
+
+    # ------------------------------------------------------------------ write flow
+
+    def _prepare_puts(self, ops: Sequence[Op]) -> list[_PreparedPut]:
+        """Encode values and embed texts before taking the write lock."""
+        prepared: list[_PreparedPut] = []
+        to_embed: list[tuple[int, str, str]] = []
+        for op in ops:
+            if not isinstance(op, PutOp):
+                continue
+            text = None
+            if op.value is not None:
+                text, _ = ledger.encode_value(op.value, self.max_value_bytes)
+                if self._spec and op.index is not False:
+                    fields = list(op.index) if isinstance(op.index, list) else None
+                    for field, chunk in self._spec.texts(op.value, fields):
+                        to_embed.append((len(prepared), field, chunk))
+            ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
+            if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
+                ttl = self.ttl_config.get("default_ttl")
+            prepared.append(_PreparedPut(op, text, [], ttl))
+        if to_embed:
+            assert self._spec is not None
+            vectors = self._spec.embeddings.embed_documents([t for _, _, t in to_embed])
+            for (pos, field, _), vector in zip(to_embed, vectors, strict=True):
+                prepared[pos].vectors.append((field, self._spec.check(vector)))
+        return prepared
+
+    def _apply_puts(self, tx: ledger.Tx, puts: list[_PreparedPut]) -> None:
+        source = provenance(self.default_source)
+        for put in puts:
+            ns_text = namespaces.to_text(put.op.namespace)
+            if put.op.value is None:
+                ledger.close_fact(tx, ns_text, put.op.key)
+                continue
+            tenant, subject = namespaces.split(put.op.namespace)
+            fact = MemoryFact.model_construct(
+                tenant_id=tenant,
+                subject=subject,
+                attribute=put.op.key,
+                value=put.op.value,
+                valid_from=ledger.put_start(tx, ns_text, put.op.key),
+                source_episode_id=source,
+                memory_type=DEFAULT_MEMORY_TYPE,
+                schema_version=SCHEMA_VERSION,
+                confidence=None,
+                retention_policy=None,
+                expires_at=None,
+            )
+            self._write_fact(tx, fact, put.vectors, ttl=put.ttl)
+        self._sync_current(tx)
+
+    def _write_fact(
+        self,
+        tx: ledger.Tx,
+        fact: MemoryFact,
+        vectors: list[tuple[str, bytes]],
+        *,
+        ttl: float | None = None,
+        decided_by: str | None = None,
+    ) -> int:
+        """The one path from a fact to stored rows: ledger rule, then its index rows."""
+        row_id = ledger.replace_fact(
+            tx, fact, ttl_minutes=ttl, decided_by=decided_by, max_value_bytes=self.max_value_bytes
+        )
+        body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
+        write_keyword(tx.cur, row_id, keyword_text(fact.subject, fact.attribute, body))
+        if vectors:
+            write_vectors(tx.cur, row_id, fact.tenant_id, vectors, current=row_id in tx.opened)
+        return row_id
+
+    def _sync_current(self, tx: ledger.Tx) -> None:
+        """Mirror the ledger's open/closed changes into vec0's `is_current` flag."""
+        if self._spec:
+            mark_current(tx.cur, tx.retired, False)
+
+    def _vectors_for(self, value: Any) -> list[tuple[str, bytes]]:
+        if not self._spec:
+            return []
+        body = value if isinstance(value, dict) else {"value": value}
+        pairs = self._spec.texts(body)
+        if not pairs:
+            return []
+        embedded = self._spec.embeddings.embed_documents([t for _, t in pairs])
+        return [(f, self._spec.check(v)) for (f, _), v in zip(pairs, embedded, strict=True)]
+
+    # ------------------------------------------------------------------ read flow
+
+    def _embed_queries(self, ops: Sequence[Op]) -> dict[int, bytes]:
+        if not self._spec:
+            return {}
+        wanted = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
+        return {
+            i: self._spec.check(self._spec.embeddings.embed_query(q)) for i, q in wanted.items()
+        }
+
+    def _search(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> list:
+        if not op.query:
+            return search.listing(self.conn, scope, op)
+        want = op.offset + op.limit
+        if query_vec is not None and self._spec:
+            ranked = search.vector_ranking(self.conn, self._spec, scope, op, query_vec, want)
+        else:
+            ranked = search.keyword_ranking(self.conn, scope, op, op.query, want)
+        page = ranked[op.offset : want]
+        return [search.to_item(row, score=score, search=True) for _, score, row in page]
+
+    def _refresh_ttl(self, ops: Sequence[Op], results: list[Result], scope: Scope) -> None:
+        """Push expiry forward for items read with refresh_ttl (TTLConfig semantics)."""
+        if not scope.current or not self.ttl_config:
+            return
+        default = self.ttl_config.get("refresh_on_read", True)
+        keys: list[tuple[str, str]] = []
+        for op, result in zip(ops, results, strict=True):
+            if isinstance(op, GetOp | SearchOp) and result:
+                refresh = op.refresh_ttl if op.refresh_ttl is not None else default
+                items = result if isinstance(result, list) else [result]
+                if refresh:
+                    keys += [(namespaces.to_text(it.namespace), it.key) for it in items]
+        if keys:
+            self._writer.run(lambda tx: ledger.refresh_expiry(tx, keys))
+
+    # ------------------------------------------------------------------ SGAM API
+
+    def replace_fact(self, fact: MemoryFact) -> Fact:
+        """Record `fact` by the write rule (see `ledger.replace_fact`); return it as stored."""
+        self._ensure_ready()
+        vectors = self._vectors_for(fact.value)
+
+        def body(tx: ledger.Tx) -> int:
+            row_id = self._write_fact(tx, fact, vectors)
+            self._sync_current(tx)
+            return row_id
+
+        row_id = self._writer.run(body)
+        return self._fact_by_row(row_id)
+
+    def _fact_by_row(self, row_id: int) -> Fact:
+        with self._lock:
+            row = self.conn.execute(
+                f"SELECT {ledger.COLUMNS} FROM facts WHERE row_id = ?", (row_id,)
+            ).fetchone()
+        return ledger.row_to_fact(row)
+
+    def fact_at(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        at: clock.Timestamp | None = None,
+        known_at: clock.Timestamp | None = None,
+    ) -> Fact | None:
+        """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
+        self._ensure_ready()
+        ns = namespaces.to_text(_fact_namespace(tenant_id, subject))
+        with self._lock:
+            return ledger.fact_at(self.conn, ns, attribute, _ts(at), _ts(known_at))
+
+    def history(
+        self, tenant_id: str, subject: str, attribute: str, known_at: clock.Timestamp | None = None
+    ) -> list[Fact]:
+        """Every fact of the key, ordered by valid_from, as believed now or at `known_at`."""
+        self._ensure_ready()
+        ns = namespaces.to_text(_fact_namespace(tenant_id, subject))
+        with self._lock:
+            return ledger.history(self.conn, ns, attribute, _ts(known_at))
+
+    def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
+        """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""
+        from .views import View
+
+        return View(self, Scope(at=clock.normalize(valid_at), known_at=_ts(known_at)))
+
+    def for_tenant(self, tenant_id: str) -> Any:
+        """A BaseStore whose namespaces are relative to `tenant_id` and cannot leave it."""
+        from .views import View
+
+        namespaces.check_item_namespace((tenant_id,))
+        return View(self, Scope(tenant=tenant_id))
+
+    def sweep_ttl(self) -> int:
+        """Close every open fact whose expiry has passed, at its expiry; return the count."""
+        self._ensure_ready()
+
+        def body(tx: ledger.Tx) -> int:
+            closed = ledger.close_expired(tx)
+            self._sync_current(tx)
+            return closed
+
+        return self._writer.run(body)
+
+
+def _validate(op: Op) -> None:
+    """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch."""
+    if isinstance(op, GetOp | PutOp):
+        namespaces.check_item_namespace(op.namespace)
+        namespaces.check_labels(op.namespace)
+    elif isinstance(op, SearchOp):
+        namespaces.check_labels(op.namespace_prefix)
+        search.check_filter(op.filter)
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            namespaces.check_labels(condition.path, allow_wildcard=True)
+    else:
+        raise TypeError(f"unknown op {type(op).__name__}")
+
+
+def _fact_namespace(tenant_id: str, subject: str) -> tuple[str, ...]:
+    namespaces.check_item_namespace((tenant_id,))
+    return namespaces.join(tenant_id, namespaces.check_subject(subject))
+
+
+def _ts(value: clock.Timestamp | None) -> str | None:
+    return None if value is None else clock.normalize(value)

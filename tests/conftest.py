@@ -1,0 +1,60 @@
+"""Shared fixtures: real SQLite files, real sqlite-vec, and a deterministic local embedding."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from sgam_store import SGAMStore
+
+
+class HashEmbeddings(Embeddings):
+    """Bag of hashed words and character trigrams: texts sharing words are similar.
+
+    Deterministic and offline; stands in for a remote embedding API in tests.
+    """
+
+    def __init__(self, dims: int = 64) -> None:
+        self.dims = dims
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * self.dims
+        words = re.findall(r"\w+", text.lower())
+        grams = [w[i : i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for token in words + grams:
+            h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+            vec[h % self.dims] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        return [x / norm for x in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[SGAMStore]:
+    with SGAMStore.from_conn_string(db_path) as s:
+        s.setup()
+        yield s
+
+
+@pytest.fixture
+def vstore(db_path: str) -> Iterator[SGAMStore]:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    with SGAMStore.from_conn_string(db_path, index=index) as s:
+        s.setup()
+        yield s

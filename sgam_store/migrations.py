@@ -69,6 +69,21 @@ V1 = [
     # Keyword index, one row per fact (rowid = fact_id); BM25 ranking comes with FTS5.
     "CREATE VIRTUAL TABLE fact_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
     "CREATE TABLE sgam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # The raw episode log: what was said or observed, before any extraction.
+    """CREATE TABLE episodes (
+        episode_id      TEXT PRIMARY KEY,
+        tenant_id       TEXT NOT NULL,
+        thread_id       TEXT,
+        source_kind     TEXT NOT NULL CHECK (source_kind IN
+                            ('user_message', 'assistant_message', 'tool_result', 'business_event')),
+        speaker         TEXT,
+        content         TEXT NOT NULL,
+        metadata        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        occurred_at     TEXT NOT NULL,
+        recorded_at     TEXT NOT NULL,
+        retention_class TEXT NOT NULL DEFAULT 'keep'
+    )""",
+    "CREATE INDEX episodes_thread ON episodes (tenant_id, thread_id, occurred_at)",
 ]
 
 MIGRATIONS: list[list[str]] = [V1]

@@ -8,7 +8,10 @@ BIN    := $(VENV)/bin
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	# torch first, pinned: a CPU build (on this project's machines it comes from local disk);
+	# an unpinned torch would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[dev,local]"
 	touch $@
 
 demo: $(VENV)/.installed

@@ -25,6 +25,29 @@ OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _FILTER_SEGMENT = re.compile(r"^[\w\-:@ ]+$")
 KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
+Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row), best first
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How `search(query=...)` ranks.
+
+    mode: "hybrid" fuses the vector and BM25 rankings with weighted reciprocal rank
+    fusion (RRF); "vector" or "keyword" use one ranking. `threshold` drops results whose
+    score is below it. `depth` is how many candidates each ranking contributes.
+    """
+
+    mode: str = "hybrid"
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    threshold: float | None = None
+    depth: int = 50
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("hybrid", "vector", "keyword"):
+            raise ValueError(f"retrieval mode must be hybrid, vector or keyword: {self.mode!r}")
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -267,6 +290,46 @@ def keyword_ranking(
         (match, *params, want),
     ).fetchall()
     return [(r[1], -r[-1] / (1.0 - r[-1]), r[:-1]) for r in rows]
+
+
+def _tie_ranks(ranked: Ranked) -> dict[int, int]:
+    """1-based competition ranks: equal scores share a rank, so ties add no order."""
+    ranks: dict[int, int] = {}
+    for position, (fact_id, score, _) in enumerate(ranked):
+        tied = position > 0 and score == ranked[position - 1][1]
+        ranks[fact_id] = ranks[ranked[position - 1][0]] if tied else position + 1
+    return ranks
+
+
+def fuse(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, float, Any]]:
+    """Weighted reciprocal rank fusion: sum of weight / (rrf_k + rank) over rankings.
+
+    Returns (fact_id, fused score, row) best first; ties keep the first ranking's order.
+    """
+    fused: dict[int, float] = {}
+    rows: dict[int, Any] = {}
+    order: dict[int, int] = {}
+    for weight, ranked in weighted:
+        for fact_id, rank in _tie_ranks(ranked).items():
+            fused[fact_id] = fused.get(fact_id, 0.0) + weight / (rrf_k + rank)
+        for fact_id, _, row in ranked:
+            rows.setdefault(fact_id, row)
+            order.setdefault(fact_id, len(order))
+    best = sorted(fused, key=lambda fid: (-fused[fid], order[fid]))
+    return [(fid, fused[fid], rows[fid]) for fid in best]
+
+
+def cosine_for(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, float]:
+    """Exact best-field cosine similarity for facts found by keywords only."""
+    if not fact_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
+        "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
+        "WHERE vr.fact_id IN (SELECT value FROM json_each(?)) GROUP BY vr.fact_id",
+        (query_vec, json.dumps(fact_ids)),
+    ).fetchall()
+    return {fid: 1.0 - d for fid, d in rows}
 
 
 def list_namespaces(conn: Any, scope: Scope, op: ListNamespacesOp) -> list[tuple[str, ...]]:

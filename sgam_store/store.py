@@ -30,7 +30,7 @@ from langgraph.store.base import (
 
 from . import clock, connection, ledger, migrations, namespaces, search
 from .errors import ReadOnlyViewError
-from .index import IndexSpec, keyword_text, mark_current, write_keyword, write_vectors
+from .index import WHOLE_VALUE, IndexSpec, keyword_text, mark_current, write_keyword, write_vectors
 from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
 from .search import Scope
 
@@ -85,6 +85,7 @@ class SGAMStore(BaseStore):
         "embeddings",
         "index_config",
         "max_value_bytes",
+        "retrieval",
         "ttl_config",
     )
 
@@ -96,6 +97,7 @@ class SGAMStore(BaseStore):
         ttl: TTLConfig | None = None,
         max_value_bytes: int = ledger.DEFAULT_MAX_VALUE_BYTES,
         default_source: str = DEFAULT_SOURCE,
+        retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
     ) -> None:
         self._owns_conn = isinstance(conn, str)
         self.conn = connection.connect(conn) if isinstance(conn, str) else conn
@@ -105,6 +107,11 @@ class SGAMStore(BaseStore):
         self.ttl_config = ttl
         self.max_value_bytes = max_value_bytes
         self.default_source = default_source
+        self.retrieval = (
+            retrieval
+            if isinstance(retrieval, search.RetrievalConfig)
+            else search.RetrievalConfig(**(retrieval or {}))
+        )
         self._lock = threading.RLock()
         self._writer = ledger.Writer(self.conn, self._lock)
         self._ready = False
@@ -223,7 +230,7 @@ class SGAMStore(BaseStore):
                 retention_policy=None,
                 expires_at=None,
             )
-            self._write_fact(tx, fact, put.vectors, ttl=put.ttl)
+            self._write_fact(tx, fact, put.vectors, ttl=put.ttl, index=put.op.index)
         self._sync_current(tx)
 
     def _write_fact(
@@ -234,16 +241,34 @@ class SGAMStore(BaseStore):
         *,
         ttl: float | None = None,
         decided_by: str | None = None,
+        index: bool | list[str] | None = True,
     ) -> int:
-        """The one path from a fact to stored rows: ledger rule, then its index rows."""
+        """The one path from a fact to stored rows: ledger rule, then its index rows.
+
+        `index` is PutOp's: False keeps the fact out of keyword and vector search, a list
+        of paths restricts which fields are indexed.
+        """
         row_id = ledger.replace_fact(
             tx, fact, ttl_minutes=ttl, decided_by=decided_by, max_value_bytes=self.max_value_bytes
         )
-        body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
-        write_keyword(tx.cur, row_id, keyword_text(fact.subject, fact.attribute, body))
+        if index is not False:
+            body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
+            fields = index if isinstance(index, list) else None
+            write_keyword(tx.cur, row_id, self._keyword_body(fact, body, fields))
         if vectors:
             write_vectors(tx.cur, row_id, fact.tenant_id, vectors, current=row_id in tx.opened)
         return row_id
+
+    def _keyword_body(
+        self, fact: MemoryFact, body: dict[str, Any], fields: list[str] | None
+    ) -> str:
+        """FTS text: the key's names plus the same fields the vectors embed (all, by default)."""
+        paths = fields or (list(self._spec.fields) if self._spec else None)
+        if not paths or paths == [WHOLE_VALUE]:
+            return keyword_text(fact.subject, fact.attribute, body)
+        assert self._spec is not None
+        texts = [text for _, text in self._spec.texts(body, paths)]
+        return " ".join([fact.subject, fact.attribute, *texts])
 
     def _sync_current(self, tx: ledger.Tx) -> None:
         """Mirror the ledger's open/closed changes into vec0's `is_current` flag."""
@@ -273,13 +298,47 @@ class SGAMStore(BaseStore):
     def _search(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> list:
         if not op.query:
             return search.listing(self.conn, scope, op)
-        want = op.offset + op.limit
-        if query_vec is not None and self._spec:
-            ranked = search.vector_ranking(self.conn, self._spec, scope, op, query_vec, want)
-        else:
-            ranked = search.keyword_ranking(self.conn, scope, op, op.query, want)
-        page = ranked[op.offset : want]
+        ranked = self._rank(scope, op, query_vec)
+        floor = self.retrieval.threshold
+        if floor is not None:
+            ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
+        page = ranked[op.offset : op.offset + op.limit]
         return [search.to_item(row, score=score, search=True) for _, score, row in page]
+
+    def _rank(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> search.Ranked:
+        """Order by the configured retrieval mode; score is the cosine similarity when
+        vectors exist (comparable across queries), else the normalized BM25 score."""
+        cfg = self.retrieval
+        want = op.offset + op.limit
+        depth = max(want, cfg.depth)
+        use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
+        if not use_vectors:
+            return search.keyword_ranking(self.conn, scope, op, op.query, want)
+        assert self._spec is not None and query_vec is not None
+        vector = search.vector_ranking(self.conn, self._spec, scope, op, query_vec, depth)
+        if cfg.mode == "vector":
+            return vector
+        keyword = search.keyword_ranking(self.conn, scope, op, op.query, depth)
+        fused = search.fuse([(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)], cfg.rrf_k)
+        cosine = {fid: score for fid, score, _ in vector}
+        missing = [fid for fid, _, _ in fused if fid not in cosine]
+        cosine.update(search.cosine_for(self.conn, missing, query_vec))
+        return [(fid, cosine.get(fid), row) for fid, _, row in fused]
+
+    def execute_search(self, scope: Scope, query: str, *, limit: int = 10) -> list[Fact]:
+        """Ranked facts for `query` within `scope` (the read path's search step)."""
+        self._ensure_ready()
+        op = SearchOp((scope.tenant,) if scope.tenant else (), query=query, limit=limit)
+        vec = self._embed_queries([op]).get(0)
+        with self._lock:
+            ranked = self._rank(scope, op, vec)[:limit]
+        return [ledger.row_to_fact(row) for _, _, row in ranked]
+
+    def recall(self, tenant_id: str, question: str | None = None, **kwargs: Any) -> Any:
+        """The read path: cited context for the model (see `sgam_store.recall.recall`)."""
+        from .recall import recall
+
+        return recall(self, tenant_id, question, **kwargs)
 
     def _refresh_ttl(self, ops: Sequence[Op], results: list[Result], scope: Scope) -> None:
         """Push expiry forward for items read with refresh_ttl (TTLConfig semantics)."""

@@ -58,3 +58,11 @@ def vstore(db_path: str) -> Iterator[SGAMStore]:
     with SGAMStore.from_conn_string(db_path, index=index) as s:
         s.setup()
         yield s
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embeddings:
+    """The bundled all-MiniLM-L6-v2 (the `local` extra, installed by `make test`)."""
+    from sgam_store.embeddings import LocalMiniLM
+
+    return LocalMiniLM()

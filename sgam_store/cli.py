@@ -6,9 +6,12 @@ Errors print as one line on stderr with exit status 2; `--json` gives machine ou
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +121,133 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- lifecycle commands
+
+
+@contextmanager
+def existing_store(path: str) -> Iterator[SGAMStore]:
+    """Lifecycle commands act on a database that exists: a typo must not create a new one."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no database at {path}")
+    with SGAMStore.from_conn_string(path) as store:
+        store.setup()
+        yield store
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        elif isinstance(value, list):
+            yield f"{prefix}{key}", ", ".join(map(str, value)) or "-"
+        else:
+            yield f"{prefix}{key}", "-" if value is None else str(value)
+
+
+def emit(args: argparse.Namespace, title: str, data: dict[str, Any]) -> int:
+    """`--json` prints the report as is; otherwise a two-column table of its fields."""
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    table = Table(title=title)
+    table.add_column("field")
+    table.add_column("value")
+    for name, value in _flatten(data):
+        table.add_row(name, value)
+    console.print(table)
+    return 0
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        report = store.run_retention(now=args.now)
+    return emit(args, f"retention run on {args.db}", report.to_dict())
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    narrowed = args.subject is not None or args.attribute is not None
+    if args.episode is not None and narrowed:
+        raise ValueError(
+            "--episode selects by source: do not combine it with --subject/--attribute"
+        )
+    if args.episode is None and not narrowed and not args.whole_tenant:
+        raise ValueError(f"this would erase all of tenant {args.tenant!r}: add --whole-tenant")
+    with existing_store(args.db) as store:
+        if args.episode is not None:
+            report = store.purge_episode(args.tenant, args.episode, secure_delete=args.secure)
+        else:
+            report = store.purge(
+                args.tenant, args.subject, args.attribute, secure_delete=args.secure
+            )
+    return emit(args, f"erased from {args.db}", report.to_dict())
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        return emit(args, f"{args.db}", store.stats())
+
+
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        store.vacuum()
+        return emit(args, f"{args.db} after vacuum", store.stats()["file"])
+
+
+def import_transforms(name: str) -> None:
+    """Run a module that registers transforms: a dotted module name or a .py file."""
+    try:
+        if name.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
+            if spec is None or spec.loader is None:
+                raise ImportError("not a Python file")
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        else:
+            importlib.import_module(name)
+    except (ImportError, FileNotFoundError) as exc:
+        raise ValueError(f"cannot load transforms from {name!r}: {exc}") from None
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    for name in args.transforms:
+        import_transforms(name)
+    with existing_store(args.db) as store:
+        report = store.backfill(batch_size=args.batch_size)
+    return emit(args, f"backfill of {args.db}", report.to_dict())
+
+
+def add_lifecycle_commands(sub: Any) -> None:
+    """retention, purge, stats, vacuum, backfill: each is one SGAMStore method."""
+
+    def command(name: str, summary: str, func: Any) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, help=summary)
+        parser.add_argument("--db", required=True, help="an existing database file")
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        parser.set_defaults(func=func)
+        return parser
+
+    retention = command("retention", "apply TTL and retention policies once", cmd_retention)
+    retention.add_argument("--now", help="evaluate policies at this aware timestamp")
+    purge = command("purge", "erase a tenant, subject, key or source episode", cmd_purge)
+    purge.add_argument("--tenant", required=True)
+    purge.add_argument("--subject", help="exactly this subject ('' = the tenant itself)")
+    purge.add_argument("--attribute", help="this attribute (with --subject: one key)")
+    purge.add_argument("--episode", help="this episode and facts whose only source it was")
+    purge.add_argument("--whole-tenant", action="store_true", help="confirm erasing a tenant")
+    purge.add_argument(
+        "--secure", action="store_true", help="zero freed pages, merge FTS, truncate the WAL"
+    )
+    command("stats", "row counts, value schema versions, free pages", cmd_stats)
+    command("vacuum", "rebuild the file without free pages (after purges)", cmd_vacuum)
+    backfill = command("backfill", "rewrite rows in an old value schema", cmd_backfill)
+    backfill.add_argument(
+        "--transforms",
+        action="append",
+        default=[],
+        help="module or .py file that registers transforms (repeatable)",
+    )
+    backfill.add_argument("--batch-size", type=int, default=500)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sgam", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--db", default=":memory:", help="database file (default: in memory)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(func=cmd_demo)
+    add_lifecycle_commands(sub)
     return parser
 
 

@@ -9,9 +9,12 @@ with extension loading and FTS5, declared as a dependency.
 from __future__ import annotations
 
 import importlib
+import random
 import sqlite3
+import time
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_vec
 
@@ -20,6 +23,7 @@ from .errors import ExtensionLoadError
 # Driver modules in order of preference; each must offer a DB-API `connect`.
 DRIVERS = ("sqlite3", "sqlean", "pysqlite3.dbapi2")
 BUSY_TIMEOUT_MS = 5_000
+T = TypeVar("T")
 
 
 def _try_driver(name: str) -> ModuleType | None:
@@ -82,7 +86,7 @@ def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Any:
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     conn.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:" and not path.startswith("file::memory:"):
-        conn.execute("PRAGMA journal_mode = WAL")
+        retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         # WAL + NORMAL stays durable across application crashes (only an OS crash can lose
         # the last transactions), and avoids an fsync per commit.
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -95,5 +99,17 @@ def is_busy(exc: BaseException) -> bool:
     return type(exc).__name__ == "OperationalError" and ("locked" in text or "busy" in text)
 
 
-def is_integrity(exc: BaseException) -> bool:
-    return type(exc).__name__ == "IntegrityError"
+def retry_busy(step: Callable[[], T], attempts: int = 40) -> T:
+    """Run `step`, retrying on busy/locked with jitter.
+
+    For set-up steps that SQLite does not cover with the busy handler (switching a new
+    file to WAL while another process opens it).
+    """
+    for _ in range(attempts - 1):
+        try:
+            return step()
+        except Exception as exc:
+            if not is_busy(exc):
+                raise
+            time.sleep(0.05 * random.uniform(0.5, 1.5))
+    return step()

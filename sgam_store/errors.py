@@ -7,7 +7,13 @@ Each class also derives from the builtin that LangGraph code and users already c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from langgraph.store.base import InvalidNamespaceError
+
+if TYPE_CHECKING:
+    from .models import Fact
+    from .policies import Decision
 
 __all__ = [
     "SGAMError",
@@ -23,6 +29,14 @@ __all__ = [
     "StoreBusyError",
     "ExtensionLoadError",
     "SchemaVersionError",
+    "KeptExistingError",
+    "InvalidEpisodeError",
+    "EpisodeNotFoundError",
+    "FactNotFoundError",
+    "InvalidCandidateError",
+    "InvalidSchemaError",
+    "InvalidRetentionPolicyError",
+    "SchemaTransformError",
 ]
 
 
@@ -36,6 +50,19 @@ class ConflictError(SGAMError, ValueError):
     Resolving it needs an application policy (source precedence, confirmation);
     the store never overwrites silently. Nothing was written.
     """
+
+
+class KeptExistingError(ConflictError):
+    """A conflict policy decided to keep the stored fact; the incoming one was not written.
+
+    A `ConflictError` because the contract is the same (nothing written), with the
+    policy's `decision` (who decided, and why) and the `existing` fact that won.
+    """
+
+    def __init__(self, message: str, *, decision: Decision, existing: Fact) -> None:
+        super().__init__(message)
+        self.decision = decision
+        self.existing = existing
 
 
 class InvalidTimestampError(SGAMError, ValueError):
@@ -76,3 +103,31 @@ class ExtensionLoadError(SGAMError, RuntimeError):
 
 class SchemaVersionError(SGAMError, RuntimeError):
     """The database was written by a newer sgam-store than this one."""
+
+
+class InvalidEpisodeError(SGAMError, ValueError):
+    """An episode is malformed (bad kind, empty content, reserved or duplicate id)."""
+
+
+class EpisodeNotFoundError(SGAMError, ValueError):
+    """An episode id is not recorded for the tenant (and is not an external marker)."""
+
+
+class FactNotFoundError(SGAMError, ValueError):
+    """A fact id does not exist (or belongs to another tenant than the one named)."""
+
+
+class InvalidCandidateError(SGAMError, ValueError):
+    """A memory candidate from a model is malformed or not allowed by the memory schema."""
+
+
+class InvalidSchemaError(SGAMError, ValueError):
+    """A memory schema declaration is inconsistent (unknown memory type, bad retention)."""
+
+
+class InvalidRetentionPolicyError(SGAMError, ValueError):
+    """A retention policy (fact) or retention class (episode) does not parse."""
+
+
+class SchemaTransformError(SGAMError, ValueError):
+    """A value transform is registered wrongly, or failed on a stored value."""

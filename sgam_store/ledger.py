@@ -28,10 +28,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from . import clock, namespaces
+from . import clock, episodes, namespaces, schema_migration
 from .connection import is_busy
-from .errors import ConflictError, InvalidFactError, StoreBusyError, ValueTooLargeError
+from .errors import (
+    ConflictError,
+    InvalidFactError,
+    KeptExistingError,
+    StoreBusyError,
+    ValueTooLargeError,
+)
 from .models import Fact, MemoryFact
+from .policies import Claim, ConflictPolicy, Decision
 
 T = TypeVar("T")
 
@@ -78,13 +85,13 @@ def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[
 
 def row_to_fact(row: Any) -> Fact:
     r = dict(zip(_NAMES, row, strict=True))
-    value = json.loads(r["value"])
+    value, version, scalar = schema_migration.present(r)  # dual-read: newest registered shape
     return Fact(
         fact_id=r["fact_id"],
         tenant_id=r["tenant_id"],
         subject=r["subject"],
         attribute=r["attribute"],
-        value=value["value"] if r["scalar"] else value,
+        value=value["value"] if scalar else value,
         valid_from=clock.parse_stored(r["valid_from"]),
         valid_to=clock.parse_stored(r["valid_to"]),
         supersedes_fact_id=r["supersedes_fact_id"],
@@ -94,7 +101,7 @@ def row_to_fact(row: Any) -> Fact:
         known_to=clock.parse_stored(r["known_to"]),
         created_at=clock.parse_stored(r["created_at"]),
         memory_type=r["memory_type"],
-        schema_version=r["schema_version"],
+        schema_version=version,
         confidence=r["confidence"],
         retention_policy=r["retention_policy"],
         expires_at=clock.parse_stored(r["expires_at"]),
@@ -173,10 +180,14 @@ def replace_fact(
     ttl_minutes: float | None = None,
     decided_by: str | None = None,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    policy: ConflictPolicy | None = None,
 ) -> int:
     """Apply the design's write rule for one fact inside `tx`; return the new row id.
 
-    1. same key and same valid_from already believed -> ConflictError (nothing written);
+    1. same key and same valid_from already believed -> ConflictError (nothing written),
+       unless `policy` decides: "keep" raises KeptExistingError (nothing written);
+       "replace" retires the stored version (no copy) and the new fact takes its place:
+       same start, its end, `supersedes_fact_id` = it, `decided_by` = the policy;
     2. else the version containing valid_from is closed there, and the new fact inherits
        its old end and records `supersedes_fact_id`;
     3. else (it predates everything) the new fact ends where the next one begins.
@@ -185,14 +196,12 @@ def replace_fact(
     ns = namespaces.to_text(fact.namespace)
     start = fact.valid_from
     containing = _find_containing(tx, ns, fact.attribute, start)
-    if containing is not None and containing[10] == start:
-        raise ConflictError(
-            f"{fact.tenant_id}/{fact.subject}.{fact.attribute} already has a fact valid from "
-            f"{start} (fact_id={containing[1]}); resolve with a conflict policy"
-        )
     if containing is not None:
+        same_start = containing[10] == start
+        if same_start:
+            decided_by = _decide_equal_start(tx, containing, fact, policy).decided_by
         end, supersedes, created = containing[11], containing[1], containing[15]
-        _retire_and_reclose(tx, containing, start)
+        _retire_and_reclose(tx, containing, None if same_start else start)
     else:
         end, supersedes = _next_start(tx, ns, fact.attribute, start), None
         created = _first_start(tx, ns, fact.attribute, start)
@@ -231,6 +240,39 @@ def replace_fact(
     if end is None:
         tx.opened.append(row_id)
     return row_id
+
+
+def _decide_equal_start(
+    tx: Tx, row: tuple, fact: MemoryFact, policy: ConflictPolicy | None
+) -> Decision:
+    """Rule 1: without a policy, or when it cannot decide, the conflict stands."""
+    where = (
+        f"{fact.tenant_id}/{fact.subject}.{fact.attribute} already has a fact valid from "
+        f"{fact.valid_from} (fact_id={row[1]})"
+    )
+    if policy is None:
+        raise ConflictError(f"{where}; resolve with a conflict policy")
+    existing = row_to_fact(row)
+    decision = policy.decide(
+        _claim(tx, existing.value, existing.source_episode_id, existing.tenant_id, row[12]),
+        _claim(tx, fact.value, fact.source_episode_id, fact.tenant_id, tx.now),
+    )
+    if decision is None:
+        raise ConflictError(f"{where}; policy {policy.name!r} could not decide")
+    if decision.action == "keep":
+        raise KeptExistingError(
+            f"{where}; {decision.decided_by} kept it: {decision.reason}",
+            decision=decision,
+            existing=existing,
+        )
+    return decision
+
+
+def _claim(tx: Tx, value: Any, source: str, tenant_id: str, fact_recorded_at: str) -> Claim:
+    """A conflict side as policies see it: its source episode, if it is one of the tenant's."""
+    episode = None if episodes.is_external(source) else episodes.load(tx.cur, source, tenant_id)
+    recorded = clock.fmt(episode.recorded_at) if episode else fact_recorded_at
+    return Claim(value=value, source_episode_id=source, episode=episode, recorded_at=recorded)
 
 
 def _first_start(tx: Tx, ns: str, attribute: str, fallback: str) -> str:

@@ -84,6 +84,90 @@ V1 = [
         retention_class TEXT NOT NULL DEFAULT 'keep'
     )""",
     "CREATE INDEX episodes_thread ON episodes (tenant_id, thread_id, occurred_at)",
+    # Further sources of a fact promoted from several episodes (its first source is
+    # facts.source_episode_id): erasing one episode keeps a fact while another remains.
+    """CREATE TABLE fact_sources (
+        fact_id    INTEGER NOT NULL,
+        episode_id TEXT NOT NULL,
+        PRIMARY KEY (fact_id, episode_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fact_sources_episode ON fact_sources (episode_id)",
+    # The retention job reads only rows that carry a policy, oldest first.
+    """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
+       WHERE retention_policy IS NOT NULL""",
+    "CREATE INDEX episodes_retention ON episodes (retention_class, recorded_at)",
+    # Threads ended by end_session: their session_only facts and episodes are erased.
+    """CREATE TABLE ended_sessions (
+        tenant_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        ended_at  TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, thread_id)
+    )""",
+    # Backfill audit: which version a schema backfill replaced by which. Ids and versions
+    # only, never values: values live in the ledger, where erasure finds them.
+    """CREATE TABLE backfill_log (
+        log_id        INTEGER PRIMARY KEY,
+        fact_id       INTEGER NOT NULL,
+        old_row_id    INTEGER NOT NULL,
+        new_row_id    INTEGER NOT NULL,
+        from_version  INTEGER NOT NULL,
+        to_version    INTEGER NOT NULL,
+        transforms    TEXT NOT NULL,
+        backfilled_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX backfill_log_fact ON backfill_log (fact_id)",
+    # Consolidation (consolidation.py): weak signals wait here as candidates until similar
+    # evidence recurs in enough distinct episodes, or the user confirms them. One pending
+    # candidate per (tenant, subject, attribute, similarity_key); promoted and expired rows
+    # stay for inspection. `value` is the latest value seen; `similarity_key` the normalized
+    # value that "similar evidence" compares.
+    """CREATE TABLE memory_candidates (
+        candidate_id     INTEGER PRIMARY KEY,
+        tenant_id        TEXT NOT NULL,
+        subject          TEXT NOT NULL,
+        attribute        TEXT NOT NULL,
+        value            TEXT NOT NULL CHECK (json_valid(value)),
+        similarity_key   TEXT NOT NULL,
+        memory_type      TEXT NOT NULL,
+        reason           TEXT NOT NULL CHECK (reason IN ('low_confidence', 'needs_repetition')),
+        status           TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'promoted', 'expired')),
+        first_seen_at    TEXT NOT NULL,
+        last_seen_at     TEXT NOT NULL,
+        expires_at       TEXT NOT NULL,
+        promoted_fact_id INTEGER,
+        promoted_by      TEXT CHECK (promoted_by IN ('recurrence', 'confirmation', 'statement')),
+        promoted_at      TEXT,
+        CHECK ((status = 'promoted') = (promoted_fact_id IS NOT NULL))
+    )""",
+    """CREATE UNIQUE INDEX memory_candidates_one_pending
+       ON memory_candidates (tenant_id, subject, attribute, similarity_key)
+       WHERE status = 'pending'""",
+    """CREATE INDEX memory_candidates_expiry ON memory_candidates (expires_at)
+       WHERE status = 'pending'""",
+    # Every episode that supported a candidate (distinct episodes are what recurrence
+    # counts), with the validated candidate it gave. Erasing an episode cascades here, and
+    # a candidate left without support goes too: its value came only from those episodes.
+    """CREATE TABLE candidate_support (
+        candidate_id INTEGER NOT NULL REFERENCES memory_candidates (candidate_id)
+                         ON DELETE CASCADE,
+        episode_id   TEXT NOT NULL REFERENCES episodes (episode_id) ON DELETE CASCADE,
+        payload      TEXT NOT NULL CHECK (json_valid(payload)),
+        confidence   REAL,
+        recorded_at  TEXT NOT NULL,
+        PRIMARY KEY (candidate_id, episode_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX candidate_support_episode ON candidate_support (episode_id)",
+    """CREATE TRIGGER candidate_support_last_gone AFTER DELETE ON candidate_support
+       WHEN NOT EXISTS (SELECT 1 FROM candidate_support WHERE candidate_id = OLD.candidate_id)
+       BEGIN DELETE FROM memory_candidates WHERE candidate_id = OLD.candidate_id; END""",
+    # Episodes a background memory manager has extracted (so a debounced rerun over the
+    # whole conversation skips them); marked in the transaction that applies the episode.
+    """CREATE TABLE episode_extractions (
+        episode_id   TEXT PRIMARY KEY REFERENCES episodes (episode_id) ON DELETE CASCADE,
+        extracted_at TEXT NOT NULL,
+        extractor    TEXT
+    ) WITHOUT ROWID""",
 ]
 
 MIGRATIONS: list[list[str]] = [V1]

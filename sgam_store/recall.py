@@ -51,8 +51,11 @@ def _state_sql(
     memory_types: Sequence[str] | None,
 ) -> tuple[str, list[Any]]:
     cond, params = scope.where("f")
-    for column, values in (("subject", subjects), ("attribute", attributes),
-                           ("memory_type", memory_types)):  # fmt: skip
+    for column, values in (
+        ("subject", subjects),
+        ("attribute", attributes),
+        ("memory_type", memory_types),
+    ):
         if values:
             cond += f" AND f.{column} IN ({', '.join('?' * len(values))})"
             params += list(values)
@@ -102,8 +105,13 @@ def recall(
     if not facts:  # no structured selection: the best search hits are the state
         facts, evidence = evidence, []
     history = _history_of(store, facts, scope)
-    return Context(text=_render(facts, evidence, history, scope), facts=facts,
-                   evidence=evidence, history=history, at=clock.parse_stored(scope.at))  # fmt: skip
+    return Context(
+        text=_render(facts, evidence, history, scope),
+        facts=facts,
+        evidence=evidence,
+        history=history,
+        at=clock.parse_stored(scope.at),
+    )
 
 
 def _search_evidence(

@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
-from . import clock, ledger, namespaces
+from . import clock, ledger, namespaces, schema_migration
 from .errors import InvalidFilterError
 from .index import IndexSpec
 
@@ -32,12 +32,15 @@ Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row), best first
 class RetrievalConfig:
     """How `search(query=...)` ranks.
 
-    mode: "hybrid" fuses the vector and BM25 rankings with weighted reciprocal rank
-    fusion (RRF); "vector" or "keyword" use one ranking. `threshold` drops results whose
-    score is below it. `depth` is how many candidates each ranking contributes.
+    mode: "hybrid" fuses the vector and BM25 rankings; "vector" or "keyword" use one.
+    fusion: "relative" (default) adds the weighted, min-max normalized scores of both
+    signals over the candidate union; "rrf" adds weight / (rrf_k + rank) instead.
+    `threshold` drops results whose score is below it. `depth` is how many candidates
+    each ranking contributes before fusion.
     """
 
     mode: str = "hybrid"
+    fusion: str = "relative"
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
@@ -47,6 +50,8 @@ class RetrievalConfig:
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
             raise ValueError(f"retrieval mode must be hybrid, vector or keyword: {self.mode!r}")
+        if self.fusion not in ("relative", "rrf"):
+            raise ValueError(f"fusion must be relative or rrf: {self.fusion!r}")
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ def to_item(row: Any, score: float | None = None, search: bool = False) -> Item:
     kwargs = {
         "namespace": namespaces.from_text(r["namespace"]),
         "key": r["attribute"],
-        "value": json.loads(r["value"]),
+        "value": schema_migration.present(r)[0],  # dual-read: newest registered shape
         "created_at": clock.parse_stored(r["created_at"]),
         "updated_at": clock.parse_stored(r["valid_from"]),
     }
@@ -301,7 +306,7 @@ def _tie_ranks(ranked: Ranked) -> dict[int, int]:
     return ranks
 
 
-def fuse(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, float, Any]]:
+def fuse_rrf(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, float, Any]]:
     """Weighted reciprocal rank fusion: sum of weight / (rrf_k + rank) over rankings.
 
     Returns (fact_id, fused score, row) best first; ties keep the first ranking's order.
@@ -316,6 +321,32 @@ def fuse(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, fl
             rows.setdefault(fact_id, row)
             order.setdefault(fact_id, len(order))
     best = sorted(fused, key=lambda fid: (-fused[fid], order[fid]))
+    return [(fid, fused[fid], rows[fid]) for fid in best]
+
+
+def _min_max(scores: dict[int, float]) -> dict[int, float]:
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {fid: (v - low) / span if span else 1.0 for fid, v in scores.items()}
+
+
+def fuse_relative(weighted: list[tuple[float, Ranked]]) -> list[tuple[int, float, Any]]:
+    """Relative score fusion: sum of weight x min-max normalized score per signal.
+
+    Unlike RRF it keeps score gaps: a candidate that is clearly best on one signal and
+    merely tied on the other wins, where rank fusion would let the ties decide.
+    A candidate missing from a ranking gets 0 for that signal.
+    """
+    fused: dict[int, float] = {}
+    rows: dict[int, Any] = {}
+    for weight, ranked in weighted:
+        if not ranked:
+            continue
+        for fact_id, norm in _min_max({fid: score for fid, score, _ in ranked}).items():
+            fused[fact_id] = fused.get(fact_id, 0.0) + weight * norm
+        for fact_id, _, row in ranked:
+            rows.setdefault(fact_id, row)
+    best = sorted(fused, key=lambda fid: -fused[fid])
     return [(fid, fused[fid], rows[fid]) for fid in best]
 
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -28,11 +28,32 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from . import clock, connection, ledger, migrations, namespaces, search
+from . import (
+    clock,
+    connection,
+    episodes,
+    erasure,
+    ledger,
+    migrations,
+    namespaces,
+    retention,
+    schema_migration,
+    search,
+    write_path,
+)
+from .backfill import BackfillReport, run_backfill
+from .erasure import PurgeReport
 from .errors import ReadOnlyViewError
 from .index import WHOLE_VALUE, IndexSpec, keyword_text, mark_current, write_keyword, write_vectors
 from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
+from .retention import RetentionReport
 from .search import Scope
+from .stats import collect_stats
+
+if TYPE_CHECKING:
+    from .candidates import MemoryUpdate
+    from .policies import ConflictPolicy
+    from .schemas import MemorySchema
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
@@ -140,9 +161,10 @@ class SGAMStore(BaseStore):
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe across processes)."""
         with self._lock:
-            migrations.migrate(self.conn)
+            connection.retry_busy(lambda: migrations.migrate(self.conn))
             if self._spec:
-                migrations.ensure_vector_table(self.conn, self._spec.dims)
+                spec = self._spec
+                connection.retry_busy(lambda: migrations.ensure_vector_table(self.conn, spec.dims))
             self._ready = True
 
     def _ensure_ready(self) -> None:
@@ -225,7 +247,9 @@ class SGAMStore(BaseStore):
                 valid_from=ledger.put_start(tx, ns_text, put.op.key),
                 source_episode_id=source,
                 memory_type=DEFAULT_MEMORY_TYPE,
-                schema_version=SCHEMA_VERSION,
+                schema_version=schema_migration.latest_version(
+                    DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
+                ),
                 confidence=None,
                 retention_policy=None,
                 expires_at=None,
@@ -242,6 +266,7 @@ class SGAMStore(BaseStore):
         ttl: float | None = None,
         decided_by: str | None = None,
         index: bool | list[str] | None = True,
+        policy: ConflictPolicy | None = None,
     ) -> int:
         """The one path from a fact to stored rows: ledger rule, then its index rows.
 
@@ -249,7 +274,12 @@ class SGAMStore(BaseStore):
         of paths restricts which fields are indexed.
         """
         row_id = ledger.replace_fact(
-            tx, fact, ttl_minutes=ttl, decided_by=decided_by, max_value_bytes=self.max_value_bytes
+            tx,
+            fact,
+            ttl_minutes=ttl,
+            decided_by=decided_by,
+            max_value_bytes=self.max_value_bytes,
+            policy=policy,
         )
         if index is not False:
             body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
@@ -319,10 +349,21 @@ class SGAMStore(BaseStore):
         if cfg.mode == "vector":
             return vector
         keyword = search.keyword_ranking(self.conn, scope, op, op.query, depth)
-        fused = search.fuse([(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)], cfg.rrf_k)
+        # Rank every candidate on both signals: keyword hits outside the KNN depth get their
+        # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
-        missing = [fid for fid, _, _ in fused if fid not in cosine]
-        cosine.update(search.cosine_for(self.conn, missing, query_vec))
+        missing = [fid for fid, _, _ in keyword if fid not in cosine]
+        extra = search.cosine_for(self.conn, missing, query_vec)
+        cosine.update(extra)
+        vector = sorted(
+            vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
+            key=lambda t: -t[1],
+        )
+        signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
+        if cfg.fusion == "rrf":
+            fused = search.fuse_rrf(signals, cfg.rrf_k)
+        else:
+            fused = search.fuse_relative(signals)
         return [(fid, cosine.get(fid), row) for fid, _, row in fused]
 
     def execute_search(self, scope: Scope, query: str, *, limit: int = 10) -> list[Fact]:
@@ -357,18 +398,77 @@ class SGAMStore(BaseStore):
 
     # ------------------------------------------------------------------ SGAM API
 
-    def replace_fact(self, fact: MemoryFact) -> Fact:
-        """Record `fact` by the write rule (see `ledger.replace_fact`); return it as stored."""
+    def replace_fact(self, fact: MemoryFact, policy: ConflictPolicy | None = None) -> Fact:
+        """Record `fact` by the write rule (see `ledger.replace_fact`); return it as stored.
+
+        On an equal valid_from, `policy` decides; if it keeps the stored fact this raises
+        `KeptExistingError` (a ConflictError: nothing written).
+        """
         self._ensure_ready()
         vectors = self._vectors_for(fact.value)
 
         def body(tx: ledger.Tx) -> int:
-            row_id = self._write_fact(tx, fact, vectors)
+            row_id = self._write_fact(tx, fact, vectors, policy=policy)
             self._sync_current(tx)
             return row_id
 
         row_id = self._writer.run(body)
         return self._fact_by_row(row_id)
+
+    # write path: episodes and candidates (logic in episodes.py and write_path.py)
+
+    def record_episode(
+        self,
+        tenant_id: str,
+        content: str,
+        *,
+        source_kind: episodes.SourceKind,
+        speaker: str | None = None,
+        thread_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        occurred_at: clock.Timestamp | None = None,
+        retention_class: str = "keep",
+        episode_id: str | None = None,
+    ) -> episodes.Episode:
+        """Append a raw episode (message, tool result, event) that facts can cite."""
+        return episodes.record_episode(
+            self,
+            tenant_id,
+            content,
+            source_kind=source_kind,
+            speaker=speaker,
+            thread_id=thread_id,
+            metadata=metadata,
+            occurred_at=occurred_at,
+            retention_class=retention_class,
+            episode_id=episode_id,
+        )
+
+    def get_episode(
+        self, episode_id: str, *, tenant_id: str | None = None
+    ) -> episodes.Episode | None:
+        """The recorded episode, or None (also when it belongs to another `tenant_id`)."""
+        return episodes.get_episode(self, episode_id, tenant_id=tenant_id)
+
+    def who_said(
+        self, fact: Fact | int, *, tenant_id: str | None = None
+    ) -> episodes.Episode | episodes.ExternalSource:
+        """The episode (text, speaker) behind a fact, or its explicit external marker."""
+        return episodes.who_said(self, fact, tenant_id=tenant_id)
+
+    def apply_updates(
+        self,
+        updates: Iterable[MemoryUpdate | dict[str, Any]],
+        *,
+        tenant_id: str,
+        episode_id: str,
+        schema: MemorySchema | None = None,
+        policy: ConflictPolicy | None = None,
+    ) -> write_path.WriteResult:
+        """Validate one episode's candidates; write the accepted ones in one transaction."""
+        return write_path.apply_updates(
+            self, updates, tenant_id=tenant_id, episode_id=episode_id, schema=schema, policy=policy
+        )
 
     def _fact_by_row(self, row_id: int) -> Fact:
         with self._lock:
@@ -423,6 +523,71 @@ class SGAMStore(BaseStore):
             return closed
 
         return self._writer.run(body)
+
+    # ------------------------------------------------------------------ lifecycle
+    # Expiry closes validity and keeps history; erasure removes. Logic lives in
+    # retention.py, erasure.py and backfill.py; these are their store-level entry points.
+
+    def run_retention(self, now: clock.Timestamp | None = None) -> RetentionReport:
+        """Apply TTL and every retention policy once (idempotent); see `retention`."""
+        self._ensure_ready()
+        at = _ts(now)
+
+        def body(tx: ledger.Tx) -> RetentionReport:
+            report = retention.run_retention(tx, at or tx.now)
+            self._sync_current(tx)
+            return report
+
+        return self._writer.run(body)
+
+    def end_session(self, tenant_id: str, thread_id: str) -> RetentionReport:
+        """Mark a thread's session ended and erase its session_only facts and episodes."""
+        self._ensure_ready()
+        return self._writer.run(lambda tx: retention.end_session(tx, tenant_id, thread_id))
+
+    def purge(
+        self,
+        tenant_id: str,
+        subject: str | None = None,
+        attribute: str | None = None,
+        *,
+        secure_delete: bool = False,
+    ) -> PurgeReport:
+        """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
+        self._ensure_ready()
+        return erasure.execute(
+            self._writer,
+            lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
+            secure=secure_delete,
+        )
+
+    def purge_episode(
+        self, tenant_id: str, episode_id: str, *, secure_delete: bool = False
+    ) -> PurgeReport:
+        """Erase an episode and the facts whose only source it was; see `erasure`."""
+        self._ensure_ready()
+        return erasure.execute(
+            self._writer,
+            lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
+            secure=secure_delete,
+        )
+
+    def vacuum(self) -> None:
+        """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""
+        self._ensure_ready()
+        with self._lock:
+            erasure.vacuum(self.conn)
+
+    def backfill(self, *, batch_size: int = 500) -> BackfillReport:
+        """Rewrite rows in an old value schema as new versions; see `backfill`."""
+        self._ensure_ready()
+        return run_backfill(self, batch_size=batch_size)
+
+    def stats(self) -> dict[str, Any]:
+        """Row counts, believed rows per value schema_version, and the file's free pages."""
+        self._ensure_ready()
+        with self._lock:
+            return collect_stats(self.conn)
 
 
 def _validate(op: Op) -> None:

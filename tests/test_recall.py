@@ -13,17 +13,32 @@ QUESTION = "What is Mira's passport deadline?"
 
 
 def write(store: SGAMStore, attribute: str, value: str, valid_from: str, ep: str) -> None:
-    store.replace_fact(MemoryFact(tenant_id="acme", subject="mira", attribute=attribute,
-                                  value=value, valid_from=valid_from, source_episode_id=ep))  # fmt: skip
+    store.replace_fact(
+        MemoryFact(
+            tenant_id="acme",
+            subject="mira",
+            attribute=attribute,
+            value=value,
+            valid_from=valid_from,
+            source_episode_id=ep,
+        )
+    )
 
 
 def seed(store: SGAMStore) -> None:
     write(store, "passport_deadline", "2026-07-15", "2026-06-01T09:00:00Z", "e1")
     write(store, "answer_style", "concise", "2026-06-01T09:00:00Z", "e1")
     write(store, "passport_deadline", "2026-06-30", "2026-06-03T10:00:00Z", "e2")
-    store.replace_fact(MemoryFact(tenant_id="acme2", subject="mira", attribute="passport_deadline",
-                                  value="2027-01-01", valid_from="2026-06-03T10:00:00Z",
-                                  source_episode_id="x1"))  # fmt: skip
+    store.replace_fact(
+        MemoryFact(
+            tenant_id="acme2",
+            subject="mira",
+            attribute="passport_deadline",
+            value="2027-01-01",
+            valid_from="2026-06-03T10:00:00Z",
+            source_episode_id="x1",
+        )
+    )
 
 
 @pytest.mark.slow
@@ -43,8 +58,9 @@ def test_stale_answer_guarantee(tmp_path, minilm) -> None:
         assert "was mira.passport_deadline = '2026-07-15'" in ctx.text
         assert "2027-01-01" not in ctx.text  # another tenant's Mira never appears
 
-        june2 = store.recall("acme", QUESTION, attributes=["passport_deadline"],
-                             at="2026-06-02T00:00:00Z")  # fmt: skip
+        june2 = store.recall(
+            "acme", QUESTION, attributes=["passport_deadline"], at="2026-06-02T00:00:00Z"
+        )
         assert [f.value for f in june2.facts] == ["2026-07-15"]
         assert june2.history == []
 
@@ -52,7 +68,7 @@ def test_stale_answer_guarantee(tmp_path, minilm) -> None:
 def test_recall_by_question_only_uses_search_then_state(store: SGAMStore) -> None:
     seed(store)
     ctx = store.recall("acme", "passport deadline")
-    assert [f.value for f in ctx.facts][0] == "2026-06-30"
+    assert ctx.facts[0].value == "2026-06-30"
     assert all(f.tenant_id == "acme" for f in ctx.facts + ctx.evidence + ctx.history)
     assert "[source: e2; fact" in ctx.text
 

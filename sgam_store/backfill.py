@@ -1,0 +1,187 @@
+"""Backfill: rewrite rows still in an old schema as new ledger versions, with an audit trail.
+
+The dual-read window (`schema_migration.present`) lets new code read old rows; the
+backfill closes it. Every believed row whose (attribute or memory type, schema_version)
+has a registered transform is retired (`known_to` = now) and a transformed copy is
+appended with the new `schema_version` and the same validity, so `known_at` reads from
+before the backfill still show the old form. Each rewrite is logged in `backfill_log`
+(fact, old and new row, versions, transform names; never values).
+
+It works in batches of `batch_size` rows, one transaction each, so other writers
+interleave; transforms and embeddings run outside the write lock, and a row another
+writer retired meanwhile is skipped (the next run sees its successor). The keyword row
+is rebuilt from the new value, and vectors are re-embedded when the store has an index
+config (a fact indexed without vectors stays so). Idempotent: once done, a second run
+finds nothing and `remaining` is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from . import erasure, ledger
+from .index import write_keyword, write_vectors
+from .models import MemoryFact
+from .schema_migration import REGISTRY, TransformRegistry, is_scalar
+
+if TYPE_CHECKING:
+    from .store import SGAMStore
+
+_AT = {name: i for i, name in enumerate(ledger._NAMES)}
+
+
+@dataclass
+class BackfillReport:
+    """Rows rewritten (per version step), rows skipped, and rows still in an old schema."""
+
+    migrated: int = 0
+    by_step: dict[str, int] = field(default_factory=dict)  # "v1->v2": rows
+    fact_ids: list[int] = field(default_factory=list)
+    skipped: int = 0  # retired by another writer between read and write
+    reindexed: int = 0  # facts whose keyword row or vectors were rebuilt
+    remaining: int = 0  # believed rows still in a version that has a transform
+
+    def add(self, other: BackfillReport) -> None:
+        self.migrated += other.migrated
+        for step, n in other.by_step.items():
+            self.by_step[step] = self.by_step.get(step, 0) + n
+        self.fact_ids += other.fact_ids
+        self.skipped += other.skipped
+        self.reindexed += other.reindexed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One believed version and its transformed copy, computed outside the write lock."""
+
+    row: tuple
+    copy: tuple
+    value: dict[str, Any]
+    transforms: str
+
+
+def _match(registry: TransformRegistry) -> tuple[str, list[Any]]:
+    """SQL for rows a registered transform applies to (kind is a column name we chose)."""
+    parts, params = [], []
+    for kind, name, version in registry.registered_keys():
+        parts.append(f"({kind} = ? AND schema_version = ?)")
+        params += [name, version]
+    return "(" + " OR ".join(parts) + ")", params
+
+
+def _plan(row: tuple, registry: TransformRegistry, max_bytes: int) -> _Plan:
+    r = dict(zip(ledger._NAMES, row, strict=True))
+    steps = registry.chain(r["memory_type"], r["attribute"], r["schema_version"])
+    value, version = registry.upgrade(
+        r["memory_type"], r["attribute"], r["schema_version"], json.loads(r["value"])
+    )
+    copy = list(row)
+    copy[_AT["value"]], _ = ledger.encode_value(value, max_bytes)
+    copy[_AT["scalar"]] = int(is_scalar(bool(r["scalar"]), value))
+    copy[_AT["schema_version"]] = version
+    return _Plan(row, tuple(copy), value, ",".join(s.name for s in steps))
+
+
+def _embed(store: SGAMStore, plans: list[_Plan]) -> dict[int, list[tuple[str, bytes]]]:
+    """New vectors for facts that had vectors (a fact has one believed version at a time)."""
+    if not store._spec:
+        return {}
+    values = {p.row[_AT["fact_id"]]: p.value for p in plans}
+    with store._lock:
+        had = store.conn.execute(
+            "SELECT DISTINCT fact_id FROM vector_rows "
+            "WHERE fact_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(values)),),
+        ).fetchall()
+    return {fid: store._vectors_for(values[fid]) for (fid,) in had}
+
+
+def _rewrite(tx: ledger.Tx, plan: _Plan) -> int:
+    """Retire the old version and append its transformed copy (validity unchanged)."""
+    tx.cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (tx.now, plan.row[0]))
+    copy = list(plan.copy)
+    copy[_AT["row_id"]] = tx.allocate()
+    copy[_AT["known_from"]], copy[_AT["known_to"]] = tx.now, None
+    tx.cur.execute(ledger._INSERT, copy)
+    return copy[_AT["row_id"]]
+
+
+def _reindex(
+    tx: ledger.Tx, store: SGAMStore, plan: _Plan, vectors: list[tuple[str, bytes]] | None
+) -> bool:
+    """Rebuild the fact's keyword row (if it had one) and vectors (if re-embedded)."""
+    fact_id, row = plan.row[_AT["fact_id"]], plan.row
+    had_keyword = tx.cur.execute("DELETE FROM fact_fts WHERE rowid = ?", (fact_id,)).rowcount
+    if had_keyword:
+        key = MemoryFact.model_construct(
+            subject=row[_AT["subject"]], attribute=row[_AT["attribute"]]
+        )
+        write_keyword(tx.cur, fact_id, store._keyword_body(key, plan.value, None))
+    if vectors is not None:
+        erasure.delete_vectors(tx.cur, [fact_id])
+        is_open = row[_AT["valid_to"]] is None
+        write_vectors(tx.cur, fact_id, row[_AT["tenant_id"]], vectors, current=is_open)
+    return bool(had_keyword) or vectors is not None
+
+
+def _apply(
+    tx: ledger.Tx, *, store: SGAMStore, plans: list[_Plan], vectors: dict[int, Any]
+) -> BackfillReport:
+    done = BackfillReport()
+    for plan in plans:
+        old_row_id, fact_id = plan.row[_AT["row_id"]], plan.row[_AT["fact_id"]]
+        still = tx.cur.execute("SELECT known_to FROM facts WHERE row_id = ?", (old_row_id,))
+        if still.fetchone() != (None,):  # retired or erased since we read it
+            done.skipped += 1
+            continue
+        new_row_id = _rewrite(tx, plan)
+        versions = plan.row[_AT["schema_version"]], plan.copy[_AT["schema_version"]]
+        tx.cur.execute(
+            "INSERT INTO backfill_log (fact_id, old_row_id, new_row_id, from_version, "
+            "to_version, transforms, backfilled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (fact_id, old_row_id, new_row_id, *versions, plan.transforms, tx.now),
+        )
+        step = f"v{versions[0]}->v{versions[1]}"
+        done.by_step[step] = done.by_step.get(step, 0) + 1
+        done.migrated += 1
+        done.fact_ids.append(fact_id)
+        done.reindexed += _reindex(tx, store, plan, vectors.get(fact_id))
+    return done
+
+
+def _select(store: SGAMStore, match: str, params: list[Any], after: int, limit: int) -> list:
+    with store._lock:
+        return store.conn.execute(
+            f"SELECT {ledger.COLUMNS} FROM facts WHERE known_to IS NULL AND row_id > ? "
+            f"AND {match} ORDER BY row_id LIMIT ?",
+            (after, *params, limit),
+        ).fetchall()
+
+
+def run_backfill(
+    store: SGAMStore, *, batch_size: int = 500, registry: TransformRegistry = REGISTRY
+) -> BackfillReport:
+    """Rewrite every believed row that has a registered transform (see the module doc)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    report = BackfillReport()
+    if not registry:
+        return report
+    match, params = _match(registry)
+    after = 0
+    while rows := _select(store, match, params, after, batch_size):
+        after = rows[-1][_AT["row_id"]]
+        plans = [_plan(row, registry, store.max_value_bytes) for row in rows]
+        vectors = _embed(store, plans)
+        report.add(store._writer.run(partial(_apply, store=store, plans=plans, vectors=vectors)))
+    with store._lock:
+        report.remaining = store.conn.execute(
+            f"SELECT COUNT(*) FROM facts WHERE known_to IS NULL AND {match}", params
+        ).fetchone()[0]
+    return report

@@ -1,0 +1,133 @@
+"""Versioned DDL: idempotent, safe for two processes at once, refuses newer files; and the
+database written by schema v1 (tests/fixtures/schema_v1.db) still reads with today's code."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sgam_store import SchemaVersionError, SGAMStore, connection, migrations
+from sgam_store.cli import main
+from tests.fixtures.make_fixture import FIXTURE, INDEX
+
+ROOT = Path(__file__).resolve().parent.parent
+SETUP_AT = """
+import sys, time
+from pathlib import Path
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from sgam_store import SGAMStore
+path, ready, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+index = {"dims": 8, "embed": DeterministicFakeEmbedding(size=8)}
+with SGAMStore.from_conn_string(path, index=index) as store:
+    ready.touch()
+    while not go.exists():  # every process calls setup() at the same instant
+        time.sleep(0.0005)
+    store.setup()
+"""
+
+
+def schema_of(path: str) -> list[tuple]:
+    conn = connection.connect(path)
+    try:
+        objects = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+        return [*objects, ("user_version", conn.execute("PRAGMA user_version").fetchone()[0])]
+    finally:
+        conn.close()
+
+
+def test_migrate_is_idempotent(db_path: str) -> None:
+    conn = connection.connect(db_path)
+    assert migrations.migrate(conn) == 0
+    first = schema_of(db_path)
+    assert migrations.migrate(conn) == migrations.LATEST
+    assert schema_of(db_path) == first
+    conn.close()
+
+
+def test_two_processes_set_up_one_new_file_at_once(tmp_path: Path) -> None:
+    reference = str(tmp_path / "reference.db")
+    with SGAMStore.from_conn_string(reference, index=INDEX) as store:
+        store.setup()
+    path, go = str(tmp_path / "race.db"), tmp_path / "go"
+    procs = []
+    for n in range(2):
+        ready = tmp_path / f"ready{n}"
+        command = [sys.executable, "-c", SETUP_AT, path, str(ready), str(go)]
+        procs.append(
+            (ready, subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True))
+        )
+    deadline = time.time() + 60
+    while not all(ready.exists() for ready, _ in procs) and time.time() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    for _, proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    assert schema_of(path) == schema_of(reference)
+
+
+def test_a_newer_database_is_refused(db_path: str, capsys: pytest.CaptureFixture) -> None:
+    with SGAMStore.from_conn_string(db_path) as store:
+        store.setup()
+        store.conn.execute(f"PRAGMA user_version = {migrations.LATEST + 1}")
+    with SGAMStore.from_conn_string(db_path) as store:
+        with pytest.raises(SchemaVersionError, match="newer than this sgam-store"):
+            store.setup()
+        with pytest.raises(SchemaVersionError):
+            store.get(("acme",), "anything")  # lazy setup refuses it too
+    assert main(["stats", "--db", db_path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sgam: error: database schema v") and err.count("\n") == 1
+
+
+@pytest.fixture
+def v1_copy(tmp_path: Path) -> str:
+    path = tmp_path / "schema_v1.db"
+    shutil.copy(FIXTURE, path)
+    return str(path)
+
+
+def test_the_v1_fixture_reads_with_todays_code(v1_copy: str) -> None:
+    with SGAMStore.from_conn_string(v1_copy, index=INDEX) as store:
+        store.setup()
+        assert store.stats()["schema_version"] == 1
+        answers = {
+            at: store.fact_at("acme", "mira", "passport_deadline", at=at).value
+            for at in (None, "2026-06-02T00:00:00Z", "2026-05-31T00:00:00Z")
+        }
+        assert answers == {
+            None: "2026-06-30",
+            "2026-06-02T00:00:00Z": "2026-07-15",
+            "2026-05-31T00:00:00Z": "2026-08-01",
+        }
+        history = store.history("acme", "mira", "passport_deadline")
+        assert [f.source_episode_id for f in history] == ["e0", "e1", "e2"]
+        assert history[2].supersedes_fact_id == history[1].fact_id
+        assert store.fact_at("globex", "mira", "passport_deadline").value == "2026-09-10"
+        assert store.get(("acme", "mira"), "tone").value == {"text": "prefers short answers"}
+        assert store.get(("acme", "mira"), "nickname") is None  # deleted: history only
+        assert len(store.history("acme", "mira", "nickname")) == 1
+        past = store.as_of("2026-06-02T00:00:00Z").get(("acme", "mira"), "passport_deadline")
+        assert past.value == {"value": "2026-07-15"}
+        assert store.search(("acme",), query="short answers")[0].key == "tone"
+        assert {item.key for item in store.search(("acme", "mira"))} == {
+            "passport_deadline",
+            "tone",
+        }
+        assert set(store.list_namespaces()) == {("acme", "mira"), ("globex", "mira")}
+        assert store.for_tenant("globex").get(("mira",), "passport_deadline") is not None
+        episode = store.get_episode("e1", tenant_id="acme")
+        assert episode.thread_id == "t1" and "July 15" in episode.content
+
+        # And today's writes and lifecycle work on it.
+        store.put(("acme", "mira"), "tone", {"text": "prefers bullet points"})
+        assert len(store.history("acme", "mira", "tone")) == 2
+        assert store.purge_episode("acme", "e1").deleted["episodes"] == 1
+        assert store.run_retention().invalid == []

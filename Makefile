@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(BIN)/sgam demo --db sgam-demo.db
+	$(BIN)/sgam replay
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -122,7 +122,9 @@ def _reindex(
         key = MemoryFact.model_construct(
             subject=row[_AT["subject"]], attribute=row[_AT["attribute"]]
         )
-        write_keyword(tx.cur, fact_id, store._keyword_body(key, plan.value, None))
+        write_keyword(
+            tx.cur, fact_id, row[_AT["tenant_id"]], store._keyword_body(key, plan.value, None)
+        )
     if vectors is not None:
         erasure.delete_vectors(tx.cur, [fact_id])
         is_open = row[_AT["valid_to"]] is None

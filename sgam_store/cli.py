@@ -1,5 +1,12 @@
 """The `sgam` command line: each subcommand maps to one library call.
 
+    sgam replay [SCENARIO]   scenario.replay: episodes through the writer, then questions
+    sgam ledger              SGAMStore.ledger: every believed fact, open and closed
+    sgam history             SGAMStore.history + who_said: one key, with what was said
+    sgam timeline            SGAMStore.ledger, drawn as validity intervals per key
+    sgam demo                replace_fact and fact_at on the seed's passport facts
+    sgam retention | purge | stats | vacuum | backfill   the lifecycle methods
+
 Errors print as one line on stderr with exit status 2; `--json` gives machine output.
 """
 
@@ -9,18 +16,30 @@ import argparse
 import importlib
 import importlib.util
 import json
+import shlex
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
-from .errors import SGAMError
+from . import render
+from .baseline import DescriptionMemory
+from .episodes import Episode
+from .errors import EpisodeNotFoundError, SGAMError
 from .models import Fact, MemoryFact
+from .render import fact_row, facts_table
+from .scenario import BUNDLED, Answer, Scenario, Turn, bundled_names, load_scenario, replay, tally
 from .store import SGAMStore
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 console = Console()
 
@@ -37,37 +56,6 @@ QUESTIONS = [
     ("acme", "2026-05-31T00:00:00Z", "on May 31"),
     ("globex", None, "now (tenant globex)"),
 ]
-
-
-def fact_row(fact: Fact) -> dict[str, Any]:
-    return {
-        "fact_id": fact.fact_id,
-        "tenant": fact.tenant_id,
-        "key": f"{fact.subject}.{fact.attribute}" if fact.subject else fact.attribute,
-        "value": fact.value,
-        "valid_from": fact.valid_from.isoformat(),
-        "valid_to": fact.valid_to.isoformat() if fact.valid_to else None,
-        "supersedes": fact.supersedes_fact_id,
-        "source": fact.source_episode_id,
-    }
-
-
-def facts_table(title: str, facts: list[Fact]) -> Table:
-    table = Table(title=title)
-    for column in (
-        "fact_id",
-        "tenant",
-        "key",
-        "value",
-        "valid_from",
-        "valid_to",
-        "supersedes",
-        "source",
-    ):
-        table.add_column(column)
-    for fact in facts:
-        table.add_row(*("" if v is None else str(v) for v in fact_row(fact).values()))
-    return table
 
 
 def fresh_database(path: str) -> None:
@@ -112,13 +100,296 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0
     for episode, tenant, value, valid_from, note in PASSPORT:
         console.print(f"[bold]{episode}[/] ({tenant}, valid from {valid_from}): {note} -> {value}")
-    console.print(facts_table("acme / mira.passport_deadline history", history))
+    console.print(facts_table(history, "acme / mira.passport_deadline history"))
     for answer in out["answers"]:
         console.print(
             f"Mira's passport deadline {answer['question']}: "
             f"[bold green]{answer['value']}[/] (source {answer['source']})"
         )
     return 0
+
+
+# ---------------------------------------------------------------- replay
+
+LONG_REPLAY = 20  # turns from which a replay shows a progress bar
+
+
+def chat_model(name: str) -> BaseChatModel:
+    """`--model NAME`: any init_chat_model name, e.g. openai:gpt-4.1-mini (key in the env)."""
+    try:
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(name)
+    except Exception as exc:  # missing package or key, unknown provider: one line, exit 2
+        raise ValueError(f"cannot load chat model {name!r}: {exc}") from None
+
+
+def replay_events(
+    store: SGAMStore,
+    scenario: Scenario,
+    model: BaseChatModel | None,
+    memory: DescriptionMemory,
+) -> Iterator[Turn | Answer]:
+    """`replay`, with a failing model call turned into one clear line."""
+    try:
+        yield from replay(store, scenario, model=model, baseline=memory)
+    except (SGAMError, ValueError, OSError):
+        raise
+    except Exception as exc:
+        if model is None:
+            raise
+        raise ValueError(f"the chat model failed: {type(exc).__name__}: {exc}") from exc
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay a scenario on a fresh file; print turns, the ledger, and both memories' answers."""
+    scenario = load_scenario(args.scenario)
+    model = chat_model(args.model) if args.model else None
+    with nullcontext() if args.json else console.status("loading the baseline's embedding"):
+        memory = DescriptionMemory(args.baseline)
+    fresh_database(args.db)
+    if not args.json:
+        source = f"extracted by {args.model}" if model else "from the scenario file (offline)"
+        console.print(f"[bold]Replay of {scenario.name!r}[/] into {args.db}", highlight=False)
+        console.print(f"{scenario.description}\ncandidates: {source} · baseline: {memory.label}")
+    turns, answers, ledger = run_replay(args, scenario, model, memory)
+    if args.json:
+        print(json.dumps(replay_json(args, scenario, memory, turns, answers, ledger), indent=2))
+    else:
+        show_results(args.db, memory, answers, ledger)
+    return 0
+
+
+def run_replay(
+    args: argparse.Namespace,
+    scenario: Scenario,
+    model: BaseChatModel | None,
+    memory: DescriptionMemory,
+) -> tuple[list[Turn], list[Answer], list[Fact]]:
+    """Replay into args.db, printing each turn as it lands (a progress bar if it is long)."""
+    turns: list[Turn] = []
+    answers: list[Answer] = []
+    steps = len(scenario.episodes) + sum(e.path == "background" for e in scenario.episodes)
+    long = not args.json and steps >= LONG_REPLAY
+    with (
+        SGAMStore.from_conn_string(args.db) as store,
+        Progress(console=console, transient=True, disable=not long) as progress,
+    ):
+        store.setup()
+        task = progress.add_task("replaying", total=steps)
+        for event in replay_events(store, scenario, model, memory):
+            if isinstance(event, Turn):
+                turns.append(event)
+                progress.advance(task)
+                if not args.json:
+                    show_turn(store, event)
+            else:
+                answers.append(event)
+                if not args.json and event.question.after:
+                    title = f"\nasked on the next turn, right after {event.question.after}"
+                    console.print(render.answers_table([event], title))
+        return turns, answers, store.ledger()
+
+
+def show_turn(store: SGAMStore, turn: Turn) -> None:
+    console.print(render.turn_header(turn))
+    for line in render.turn_outcome(turn):
+        console.print(line)
+    written = turn.result.written if turn.result else []
+    keys = sorted({(f.subject, f.attribute) for f in written})
+    facts = [fact for key in keys for fact in store.ledger(turn.spec.tenant, *key)]
+    if facts:
+        title = f"ledger of {turn.spec.tenant}, keys this turn wrote"
+        fresh = frozenset(f.fact_id for f in written)
+        console.print(facts_table(facts, title, fresh=fresh))
+
+
+def show_results(
+    db: str, memory: DescriptionMemory, answers: list[Answer], ledger: list[Fact]
+) -> None:
+    console.print(render.ledger_tables(ledger, "\nThe ledger after the replay"))
+    final = [a for a in answers if not a.question.after]
+    console.print(render.answers_table(final, "\nQuestions, after the background manager ran"))
+    verdicts = tally(answers)
+    console.print("", render.verdicts_table(verdicts, memory.label), "")
+    base, sgam, total = verdicts["baseline"], verdicts["sgam"], len(answers)
+    console.print(
+        f"[bold]Stale answers: description memory {base['stale']} of {total}, "
+        f"SGAM {sgam['stale']} of {total}.[/] Not right, for any reason: "
+        f"{total - base['ok']} and {total - sgam['ok']}.",
+        highlight=False,
+    )
+    hint = f"Next: sgam ledger --db {db}\n      sgam timeline --db {db}"
+    if ledger:  # the key with the longest history
+        key = Counter((f.tenant_id, f.subject, f.attribute) for f in ledger).most_common(1)[0][0]
+        tenant, subject, attribute = map(shlex.quote, key)
+        hint += (
+            f"\n      sgam history --db {db} --tenant {tenant} --subject {subject} "
+            f"--attribute {attribute}"
+        )
+    console.print(hint, style="dim", highlight=False)
+
+
+def replay_json(
+    args: argparse.Namespace,
+    scenario: Scenario,
+    memory: DescriptionMemory,
+    turns: list[Turn],
+    answers: list[Answer],
+    ledger: list[Fact],
+) -> dict[str, Any]:
+    verdicts = tally(answers)
+    return {
+        "scenario": scenario.name,
+        "db": args.db,
+        "candidates": f"model:{args.model}" if args.model else "scenario",
+        "baseline": memory.label,
+        "turns": [turn_json(t) for t in turns],
+        "answers": [answer_json(a) for a in answers],
+        "verdicts": verdicts,
+        "stale": {who: counts["stale"] for who, counts in verdicts.items()},
+        "ledger": [fact_row(f) for f in ledger],
+    }
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    result = turn.result
+    return {
+        "turn": turn.number,
+        "episode": turn.spec.id,
+        "tenant": turn.spec.tenant,
+        "at": turn.episode.occurred_at.isoformat(),
+        "path": turn.spec.path,
+        "phase": "background run" if turn.background else "turn",
+        "deferred": result is None,
+        "written": [fact_row(f) for f in result.written] if result else [],
+        "superseded": [
+            {"new": s.new.fact_id, "old": s.old.fact_id}
+            for s in (result.superseded if result else [])
+        ],
+        "rejected": [
+            {"kind": r.kind, "reason": r.reason} for r in (result.rejected if result else [])
+        ],
+    }
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    q = answer.question
+    return {
+        **q.model_dump(),
+        "baseline": asdict(answer.baseline),
+        "sgam": asdict(answer.sgam),
+    }
+
+
+# ---------------------------------------------------------------- inspection commands
+
+
+def said(store: SGAMStore, fact: Fact) -> dict[str, Any]:
+    """The source of a fact: the episode (speaker, text) or its external marker."""
+    try:
+        source = store.who_said(fact)
+    except EpisodeNotFoundError:
+        return {"source": fact.source_episode_id, "text": None}
+    if isinstance(source, Episode):
+        return {
+            "source": source.episode_id,
+            "kind": source.source_kind,
+            "speaker": source.speaker,
+            "occurred_at": source.occurred_at.isoformat(),
+            "text": source.content,
+        }
+    return {"source": source.source_id, "kind": source.kind, "text": None}
+
+
+def said_line(episode: dict[str, Any]) -> str:
+    if episode["text"] is None:  # an external marker (a plain put), or an erased episode
+        return "(no episode text)"
+    return f"{episode['speaker']}: {episode['text']}" if episode["speaker"] else episode["text"]
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
+    if args.json:
+        print(json.dumps([fact_row(f) for f in facts], indent=2))
+        return 0
+    believed = f", as believed at {args.known_at}" if args.known_at else ""
+    console.print(render.ledger_tables(facts, f"{args.db}: {len(facts)} facts{believed}"))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        facts = store.history(args.tenant, args.subject, args.attribute, known_at=args.known_at)
+        sources = {f.fact_id: said(store, f) for f in facts}
+    if not facts:
+        raise ValueError(f"no facts for {args.tenant} · {args.subject}.{args.attribute}")
+    if args.json:
+        rows = [{**fact_row(f), "said": sources[f.fact_id]} for f in facts]
+        print(json.dumps(rows, indent=2))
+        return 0
+    lines = {fact_id: said_line(episode) for fact_id, episode in sources.items()}
+    console.print(render.history_view(facts, lines))
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
+    if not facts:
+        raise ValueError(f"no facts in {args.db} match")
+    if args.json:
+        print(json.dumps([fact_row(f) for f in facts], indent=2))
+        return 0
+    console.print(render.timeline(facts, console.width))
+    return 0
+
+
+def add_inspection_commands(sub: Any) -> None:
+    """ledger, history, timeline: read-only views of a database's facts."""
+    for name, summary, func in (
+        ("ledger", "every fact with validity, supersedes link and source", cmd_ledger),
+        ("history", "one key's facts, what replaced what, and who said it", cmd_history),
+        ("timeline", "validity intervals per key, drawn as a text timeline", cmd_timeline),
+    ):
+        parser = sub.add_parser(name, help=summary)
+        parser.add_argument("--db", required=True, help="an existing database file")
+        required = name == "history"
+        parser.add_argument("--tenant", required=required)
+        parser.add_argument("--subject", required=required, help="'' = the tenant itself")
+        parser.add_argument("--attribute", required=required)
+        parser.add_argument("--known-at", help="as the store believed it at this instant")
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        parser.set_defaults(func=func)
+
+
+def add_replay_command(sub: Any) -> None:
+    parser = sub.add_parser(
+        "replay", help="replay a scenario of episodes, then ask SGAM and a baseline"
+    )
+    parser.add_argument(
+        "scenario",
+        nargs="?",
+        default=BUNDLED,
+        help=f"a scenario .yaml file or a bundled name ({', '.join(bundled_names())}; "
+        f"default {BUNDLED})",
+    )
+    parser.add_argument(
+        "--db", default="sgam-replay.db", help="SQLite file, recreated (default sgam-replay.db)"
+    )
+    parser.add_argument(
+        "--model", help="extract candidates with this chat model (init_chat_model name)"
+    )
+    parser.add_argument(
+        "--baseline",
+        choices=["auto", "vector", "keyword"],
+        default="auto",
+        help="description-memory similarity: vector = local MiniLM, keyword = word "
+        "overlap, auto = vector if installed (default)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=cmd_replay)
 
 
 # ---------------------------------------------------------------- lifecycle commands
@@ -249,12 +520,16 @@ def add_lifecycle_commands(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sgam", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="sgam", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the passport example on a SQLite file, offline")
     demo.add_argument("--db", default=":memory:", help="database file (default: in memory)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(func=cmd_demo)
+    add_replay_command(sub)
+    add_inspection_commands(sub)
     add_lifecycle_commands(sub)
     return parser
 
@@ -264,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (SGAMError, ValueError, OSError) as exc:
-        print(f"sgam: error: {exc}", file=sys.stderr)
+        print(f"sgam: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2
 
 

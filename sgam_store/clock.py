@@ -8,6 +8,7 @@ interval predicates in the ledger can use ordinary indexes.
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidTimestampError
@@ -33,7 +34,12 @@ def to_utc(value: Timestamp) -> datetime:
         raise InvalidTimestampError(
             f"timestamp {value!r} is naive; give a UTC offset or 'Z' (e.g. 2026-06-03T10:00:00Z)"
         )
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidTimestampError(
+            f"timestamp {value!r} is outside the representable range"
+        ) from None
 
 
 def fmt(value: datetime) -> str:
@@ -57,9 +63,20 @@ def parse_stored(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text)
 
 
+_second: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    """Wall-clock now in stored form (for reads; writes use CLOCK)."""
-    return fmt(datetime.now(UTC))
+    """Wall-clock now in stored form (for reads; writes use CLOCK).
+
+    Every current read compares expiry with it, so the formatted second is cached.
+    """
+    global _second
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second = (whole, fmt(datetime.fromtimestamp(whole, UTC))[:19])
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
 
 
 def shift(text: str, delta: timedelta) -> str:

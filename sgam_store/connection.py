@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import sqlite_vec
 
-from .errors import ExtensionLoadError
+from .errors import ExtensionLoadError, StoreBusyError
 
 # Driver modules in order of preference; each must offer a DB-API `connect`.
 DRIVERS = ("sqlite3", "sqlean", "pysqlite3.dbapi2")
@@ -105,11 +105,12 @@ def retry_busy(step: Callable[[], T], attempts: int = 40) -> T:
     For set-up steps that SQLite does not cover with the busy handler (switching a new
     file to WAL while another process opens it).
     """
-    for _ in range(attempts - 1):
+    for _ in range(attempts):
         try:
             return step()
         except Exception as exc:
             if not is_busy(exc):
                 raise
+            last = exc
             time.sleep(0.05 * random.uniform(0.5, 1.5))
-    return step()
+    raise StoreBusyError(f"database stayed locked after {attempts} attempts: {last}") from last

@@ -23,6 +23,7 @@ candidate is never marked promoted without its fact, nor the other way round.
 
 Pending candidates expire `candidate_ttl` after their last evidence (`sweep_candidates`
 marks them expired; they stay listable). A later recurrence then starts a new candidate.
+Weak evidence of the value that already holds is no news: it is dropped as `no_change`.
 """
 
 from __future__ import annotations
@@ -200,6 +201,9 @@ def consolidate(
         if item is None:
             direct.append(candidate)
             continue
+        if _is_current(store, tenant_id, item):  # weak evidence of what already holds
+            direct.append({**item.payload, "change": "no_change"})
+            continue
         support = _support_of(store, tenant_id, item)
         if confirmed:
             item.promote = "confirmation"
@@ -274,6 +278,11 @@ def _weak(
         key=similarity_key(admitted.value),
         promote=None,
     )
+
+
+def _is_current(store: SGAMStore, tenant_id: str, item: _Held) -> bool:
+    current = store.fact_at(tenant_id, item.update.subject, item.update.attribute)
+    return current is not None and similarity_key(current.value) == item.key
 
 
 def _support_of(store: SGAMStore, tenant_id: str, item: _Held) -> set[str]:
@@ -442,9 +451,10 @@ def list_candidates(
 ) -> list[Candidate]:
     """The tenant's candidates (pending by default; `status=None` for all), with support."""
     store._ensure_ready()
-    sql, params = f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE tenant_id = ?", [
-        tenant_id
-    ]
+    sql, params = (
+        f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE tenant_id = ?",
+        [tenant_id],
+    )
     for column, value in (("status", status), ("subject", subject), ("attribute", attribute)):
         if value is not None:
             sql, params = f"{sql} AND {column} = ?", [*params, value]

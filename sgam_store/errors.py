@@ -37,6 +37,7 @@ __all__ = [
     "InvalidSchemaError",
     "InvalidRetentionPolicyError",
     "SchemaTransformError",
+    "InvalidScenarioError",
 ]
 
 
@@ -131,3 +132,7 @@ class InvalidRetentionPolicyError(SGAMError, ValueError):
 
 class SchemaTransformError(SGAMError, ValueError):
     """A value transform is registered wrongly, or failed on a stored value."""
+
+
+class InvalidScenarioError(SGAMError, ValueError):
+    """A replay scenario file is not valid YAML or does not match the scenario format."""

@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
 from .errors import DimensionMismatchError, InvalidFactError
+from .vector_cache import VectorDelta
 
 WHOLE_VALUE = "$"
 
@@ -87,8 +88,16 @@ def keyword_text(subject: str, attribute: str, value: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def write_keyword(cur: Any, fact_id: int, text: str) -> None:
-    cur.execute("INSERT INTO fact_fts (rowid, body) VALUES (?, ?)", (fact_id, text))
+def tenant_token(tenant_id: str) -> str:
+    """The FTS token naming a tenant: hex, so any tenant id is one plain token."""
+    return "t" + tenant_id.encode().hex()
+
+
+def write_keyword(cur: Any, fact_id: int, tenant_id: str, text: str) -> None:
+    cur.execute(
+        "INSERT INTO fact_fts (rowid, scope, body) VALUES (?, ?, ?)",
+        (fact_id, tenant_token(tenant_id), text),
+    )
 
 
 def write_vectors(
@@ -103,16 +112,65 @@ def write_vectors(
         )
 
 
-def mark_current(cur: Any, fact_ids: list[int], current: bool) -> None:
-    """Flip vec0's `is_current` for facts that opened or closed in this transaction."""
+def flush_keywords(cur: Any, rows: list[tuple[int, str, str]]) -> None:
+    """Write a transaction's queued keyword rows (fact_id, tenant, text) in one statement."""
+    cur.executemany(
+        "INSERT INTO fact_fts (rowid, scope, body) VALUES (?, ?, ?)",
+        [(fact_id, tenant_token(tenant), text) for fact_id, tenant, text in rows],
+    )
+
+
+def flush_vectors(
+    cur: Any,
+    queued: list[tuple[int, str, list[tuple[str, bytes]]]],
+    opened: list[int],
+    retired: list[int],
+    tenant_of: dict[int, str],
+) -> VectorDelta:
+    """Write a transaction's queued vectors and mirror its open/closed changes into vec0.
+
+    Deferred to the end of the transaction so that each vector is written once with its
+    final `is_current`: a fact opened and retired in the same transaction needs no flip.
+    """
+    current = set(opened).difference(retired)
+    delta = VectorDelta(retired=list(retired))
+    # vec0 writes are ~15x dearer when consecutive rows switch tenant partition, so both
+    # the inserts and the flips run grouped by tenant.
+    rows = sorted(
+        ((fid, tenant, f, blob) for fid, tenant, vecs in queued for f, blob in vecs),
+        key=lambda r: r[1],
+    )
+    if rows:
+        top = cur.execute("SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows").fetchone()[0]
+        ids = range(top + 1, top + 1 + len(rows))
+        cur.executemany(
+            "INSERT INTO vector_rows (vec_rowid, fact_id, field) VALUES (?, ?, ?)",
+            [(rid, r[0], r[2]) for rid, r in zip(ids, rows, strict=True)],
+        )
+        cur.executemany(
+            "INSERT INTO fact_vectors (rowid, tenant_id, embedding, is_current) "
+            "VALUES (?, ?, ?, ?)",
+            [(rid, r[1], r[3], int(r[0] in current)) for rid, r in zip(ids, rows, strict=True)],
+        )
+        delta.added = [
+            (rid, r[0], r[1], r[3]) for rid, r in zip(ids, rows, strict=True) if r[0] in current
+        ]
+    written = {fid for fid, _, _ in queued}
+    _unmark(cur, [fid for fid in retired if fid not in written], tenant_of)
+    return delta
+
+
+def _unmark(cur: Any, fact_ids: list[int], tenant_of: dict[int, str]) -> None:
+    """Clear vec0's `is_current` on the vectors of facts that stopped being current."""
     if not fact_ids:
         return
-    rowids = cur.execute(
-        "SELECT vec_rowid FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
+    owners = cur.execute(
+        "SELECT vec_rowid, fact_id FROM vector_rows "
+        "WHERE fact_id IN (SELECT value FROM json_each(?))",
         (json.dumps(fact_ids),),
     ).fetchall()
+    owners.sort(key=lambda r: (tenant_of.get(r[1], ""), r[0]))
     # One rowid per statement: vec0 refuses set-based UPDATEs ("partition key" error).
     cur.executemany(
-        "UPDATE fact_vectors SET is_current = ? WHERE rowid = ?",
-        [(int(current), r[0]) for r in rowids],
+        "UPDATE fact_vectors SET is_current = 0 WHERE rowid = ?", [(r[0],) for r in owners]
     )

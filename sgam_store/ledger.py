@@ -64,10 +64,30 @@ class Tx:
     next_row_id: int
     opened: list[int] = field(default_factory=list)  # fact ids written as open/current
     retired: list[int] = field(default_factory=list)  # fact ids that stopped being current
+    tenant_of: dict[int, str] = field(default_factory=dict)  # of retired facts: flip order
+    # Index rows queued by the store and written set-based when the transaction ends.
+    keyword_rows: list[tuple[int, str, str]] = field(default_factory=list)
+    vector_rows: list[tuple[int, str, list[tuple[str, bytes]]]] = field(default_factory=list)
+    delta: Any = None  # what a vector cache must mirror once this transaction commits
+    tails: dict[tuple[str, str], KeyTail] = field(default_factory=dict)  # see `prefetch`
 
     def allocate(self) -> int:
         self.next_row_id += 1
         return self.next_row_id
+
+
+@dataclass(frozen=True)
+class KeyTail:
+    """A key's believed state as one batched read found it: its latest version (None if
+    the key has none), and the earliest `created_at` among its versions."""
+
+    latest: tuple | None
+    first_created: str | None
+
+    def answers(self, instant: str) -> bool:
+        """True when `instant` is at or after every believed start: then the latest
+        version alone decides the rule (intervals never overlap)."""
+        return self.latest is None or instant >= self.latest[10]
 
 
 def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[str, int]:
@@ -76,10 +96,12 @@ def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[
     body = {"value": value} if scalar else value
     try:
         text = json.dumps(body, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidFactError(f"value is not JSON-serializable: {exc}") from None
-    if len(text.encode()) > max_bytes:
-        raise ValueTooLargeError(f"value is {len(text.encode())} bytes; the limit is {max_bytes}")
+        size = len(text.encode())  # a lone surrogate fails here: SQLite text is UTF-8
+    except (TypeError, ValueError, RecursionError) as exc:
+        # UnicodeEncodeError is a ValueError; RecursionError means nesting too deep to store.
+        raise InvalidFactError(f"value is not storable JSON: {type(exc).__name__}: {exc}") from None
+    if size > max_bytes:
+        raise ValueTooLargeError(f"value is {size} bytes; the limit is {max_bytes}")
     return text, int(scalar)
 
 
@@ -141,9 +163,11 @@ def _retire_and_reclose(tx: Tx, row: tuple, new_valid_to: str | None) -> None:
     `new_valid_to=None` only retires it (a fact withdrawn before it ever held).
     """
     row_id = row[0]
+    tx.tails.pop((row[3], row[5]), None)  # this key changes: later lookups read the table
     tx.cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (tx.now, row_id))
     if row[11] is None:  # it was open: it is no longer the current fact
         tx.retired.append(row[1])
+        tx.tenant_of[row[1]] = row[2]
     if new_valid_to is None:
         return
     copy = list(row)
@@ -156,6 +180,10 @@ def _retire_and_reclose(tx: Tx, row: tuple, new_valid_to: str | None) -> None:
 
 def _find_containing(tx: Tx, ns: str, attribute: str, instant: str) -> tuple | None:
     """The believed version whose interval contains `instant` (at most one exists)."""
+    tail = tx.tails.get((ns, attribute))
+    if tail is not None and tail.answers(instant):
+        row = tail.latest
+        return row if row is not None and (row[11] is None or row[11] > instant) else None
     return tx.cur.execute(
         f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? "
         "AND known_to IS NULL AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) "
@@ -165,6 +193,13 @@ def _find_containing(tx: Tx, ns: str, attribute: str, instant: str) -> tuple | N
 
 
 def _next_start(tx: Tx, ns: str, attribute: str, instant: str) -> str | None:
+    tail = tx.tails.get((ns, attribute))
+    if (
+        tail is not None
+        and tail.answers(instant)
+        and (tail.latest is None or instant > tail.latest[10])
+    ):
+        return None  # nothing believed starts after it
     row = tx.cur.execute(
         "SELECT MIN(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
         "AND known_to IS NULL AND valid_from > ?",
@@ -181,8 +216,11 @@ def replace_fact(
     decided_by: str | None = None,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     policy: ConflictPolicy | None = None,
+    encoded: tuple[str, int] | None = None,
 ) -> int:
     """Apply the design's write rule for one fact inside `tx`; return the new row id.
+
+    `encoded` is `encode_value(fact.value)` when the caller already computed it.
 
     1. same key and same valid_from already believed -> ConflictError (nothing written),
        unless `policy` decides: "keep" raises KeptExistingError (nothing written);
@@ -192,7 +230,7 @@ def replace_fact(
        its old end and records `supersedes_fact_id`;
     3. else (it predates everything) the new fact ends where the next one begins.
     """
-    value_text, scalar = encode_value(fact.value, max_value_bytes)
+    value_text, scalar = encoded or encode_value(fact.value, max_value_bytes)
     ns = namespaces.to_text(fact.namespace)
     start = fact.valid_from
     containing = _find_containing(tx, ns, fact.attribute, start)
@@ -200,11 +238,19 @@ def replace_fact(
         same_start = containing[10] == start
         if same_start:
             decided_by = _decide_equal_start(tx, containing, fact, policy).decided_by
-        end, supersedes, created = containing[11], containing[1], containing[15]
+        end, supersedes = containing[11], containing[1]
         _retire_and_reclose(tx, containing, None if same_start else start)
     else:
         end, supersedes = _next_start(tx, ns, fact.attribute, start), None
-        created = _first_start(tx, ns, fact.attribute, start)
+    created = _first_start(tx, ns, fact.attribute, start)
+    if created == start:
+        # A delayed fact that is now the key's first: created_at (Item.created_at, "the
+        # key's first valid_from") is derived metadata, so believed versions follow it.
+        tx.cur.execute(
+            "UPDATE facts SET created_at = ? WHERE namespace = ? AND attribute = ? "
+            "AND known_to IS NULL AND created_at > ?",
+            (start, ns, fact.attribute, start),
+        )
     expires = fact.expires_at
     if expires is None and ttl_minutes is not None:
         expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
@@ -237,6 +283,7 @@ def replace_fact(
             decided_by,
         ),
     )
+    tx.tails.pop((ns, fact.attribute), None)  # this key changed: later lookups read the table
     if end is None:
         tx.opened.append(row_id)
     return row_id
@@ -276,6 +323,9 @@ def _claim(tx: Tx, value: Any, source: str, tenant_id: str, fact_recorded_at: st
 
 
 def _first_start(tx: Tx, ns: str, attribute: str, fallback: str) -> str:
+    tail = tx.tails.get((ns, attribute))
+    if tail is not None:
+        return min(tail.first_created, fallback) if tail.first_created else fallback
     row = tx.cur.execute(
         "SELECT MIN(created_at) FROM facts WHERE namespace = ? AND attribute = ? "
         "AND known_to IS NULL",
@@ -302,17 +352,53 @@ def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | 
     return row[1]
 
 
+_F_COLUMNS = ", ".join(f"f.{name}" for name in _NAMES)
+
+
+def prefetch(tx: Tx, keys: list[tuple[str, str]]) -> None:
+    """Read the believed tail of many keys in one statement (a batch of puts), so that
+    `put_start` and the write rule's lookups need no query per put.
+
+    The rule itself is unchanged: its lookups answer from a key's tail while the instant
+    is at or after the key's latest start, and the tail is dropped as soon as this
+    transaction writes to the key.
+    """
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return
+    # Aggregate per key over its believed rows (facts_one_start: namespace, attribute,
+    # valid_from WHERE known_to IS NULL), then fetch each key's latest row by that index.
+    rows = tx.cur.execute(
+        "WITH k(ns, attr) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+        "FROM json_each(?)), "
+        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
+        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
+        "AND f.attribute = k.attr AND f.known_to IS NULL GROUP BY f.namespace, f.attribute) "
+        f"SELECT {_F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
+        "AND f.attribute = m.attr AND f.valid_from = m.start AND f.known_to IS NULL",
+        (json.dumps(wanted),),
+    ).fetchall()
+    tails = {key: KeyTail(None, None) for key in wanted}
+    for row in rows:
+        tails[(row[3], row[5])] = KeyTail(tuple(row[:-1]), row[-1])
+    tx.tails.update(tails)
+
+
 def put_start(tx: Tx, ns: str, attribute: str) -> str:
     """valid_from for a `put`: now, or just after the key's latest start if that is later.
 
     A put must become the current fact: two puts in one microsecond, or a clock that
     lags another process's, would otherwise collide or land behind the open fact.
     """
-    row = tx.cur.execute(
-        "SELECT MAX(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
-        "AND known_to IS NULL",
-        (ns, attribute),
-    ).fetchone()
+    tail = tx.tails.get((ns, attribute))
+    if tail is not None:
+        row: Any = (tail.latest[10] if tail.latest else None,)
+    else:
+        row = tx.cur.execute(
+            "SELECT MAX(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
+            "AND known_to IS NULL",
+            (ns, attribute),
+        ).fetchone()
     if row[0] is None or row[0] < tx.now:
         return tx.now
     return clock.shift(row[0], clock.MICROSECOND)
@@ -324,10 +410,17 @@ def put_start(tx: Tx, ns: str, attribute: str) -> str:
 class Writer:
     """Runs write transactions on one connection, with bounded whole-transaction retry."""
 
-    def __init__(self, conn: Any, lock: Any, max_attempts: int = MAX_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        lock: Any,
+        max_attempts: int = MAX_ATTEMPTS,
+        on_commit: Callable[[Tx], None] | None = None,
+    ) -> None:
         self.conn = conn
         self.lock = lock
         self.max_attempts = max_attempts
+        self.on_commit = on_commit  # sees each committed Tx, under the lock
 
     def run(self, body: Callable[[Tx], T]) -> T:
         """Run `body` in `BEGIN IMMEDIATE`; on busy/locked, roll back and run it again."""
@@ -347,11 +440,17 @@ class Writer:
         cur.execute("BEGIN IMMEDIATE")
         try:
             top = cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
-            yield Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top)
+            tx = Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top)
+            yield tx
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            # SQLite may already have rolled back (e.g. SQLITE_FULL); a second ROLLBACK
+            # would raise "no transaction is active" and hide the real error.
+            if self.conn.in_transaction:
+                cur.execute("ROLLBACK")
             raise
+        if self.on_commit is not None:
+            self.on_commit(tx)
 
 
 # ---------------------------------------------------------------- reads
@@ -379,6 +478,31 @@ def history(conn: Any, ns: str, attribute: str, known_at: str | None = None) -> 
         f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
         "ORDER BY valid_from",
         (ns, attribute, *params),
+    ).fetchall()
+    return [row_to_fact(r) for r in rows]
+
+
+def believed(
+    conn: Any,
+    tenant_id: str | None = None,
+    subject: str | None = None,
+    attribute: str | None = None,
+    known_at: str | None = None,
+) -> list[Fact]:
+    """`history` for many keys at once: every fact believed now (or at `known_at`), open
+    and closed, key by key in valid-time order, optionally narrowed to a tenant, subject
+    or attribute. For inspection (`sgam ledger`), not for answering questions."""
+    if known_at is None:
+        cond, params = "known_to IS NULL", []
+    else:
+        cond, params = "known_from <= ? AND (known_to IS NULL OR known_to > ?)", [known_at] * 2
+    for column, value in (("tenant_id", tenant_id), ("subject", subject), ("attribute", attribute)):
+        if value is not None:
+            cond, params = f"{cond} AND {column} = ?", [*params, value]
+    rows = conn.execute(
+        f"SELECT {COLUMNS} FROM facts WHERE {cond} "
+        "ORDER BY tenant_id, subject, attribute, valid_from",
+        params,
     ).fetchall()
     return [row_to_fact(r) for r in rows]
 

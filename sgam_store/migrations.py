@@ -67,7 +67,13 @@ V1 = [
     )""",
     "CREATE INDEX vector_rows_fact ON vector_rows (fact_id)",
     # Keyword index, one row per fact (rowid = fact_id); BM25 ranking comes with FTS5.
-    "CREATE VIRTUAL TABLE fact_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+    # `scope` holds one token per fact naming its tenant, so a tenant-scoped MATCH only
+    # scores that tenant's rows instead of filtering every tenant's matches afterwards.
+    """CREATE VIRTUAL TABLE fact_fts USING fts5(
+        scope, body, tokenize = 'unicode61 remove_diacritics 2'
+    )""",
+    # Per-term document counts, so hybrid search can skip terms too common to matter.
+    "CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')",
     "CREATE TABLE sgam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # The raw episode log: what was said or observed, before any extraction.
     """CREATE TABLE episodes (

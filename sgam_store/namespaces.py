@@ -31,16 +31,27 @@ def check_labels(labels: Sequence[object], *, allow_wildcard: bool = False) -> t
             raise InvalidNamespaceError(
                 f"namespace label {label!r} in {tuple(labels)!r} contains '.' or NUL"
             )
+        if not label.isascii() and _not_utf8(label):
+            raise InvalidNamespaceError(f"namespace label {label!r} is not valid UTF-8 text")
         if label == WILDCARD and not allow_wildcard:
             raise InvalidNamespaceError(f"'*' is only a wildcard in list_namespaces: {labels!r}")
     return tuple(labels)  # type: ignore[arg-type]
+
+
+def _not_utf8(label: str) -> bool:
+    """True for text SQLite cannot store, such as a lone surrogate."""
+    try:
+        label.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_item_namespace(namespace: Sequence[object]) -> tuple[str, ...]:
     """A namespace that addresses items: at least the tenant label, all labels valid."""
     if not namespace:
         raise InvalidNamespaceError("namespace cannot be empty: its first label is the tenant")
-    ns = check_labels(namespace, allow_wildcard=True)
+    ns = check_labels(namespace)
     if ns[0] == "langgraph":
         raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
     return ns

@@ -89,22 +89,25 @@ def recall(
         tenant=tenant_id,
     )
     store._ensure_ready()
-    facts: list[Fact] = []
-    if subjects or attributes or memory_types:
-        cond, params = _state_sql(scope, subjects, attributes, memory_types)
-        with store._lock:
-            rows = store.conn.execute(
-                f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
-                "ORDER BY f.subject, f.attribute LIMIT ?",
-                (*params, max_facts),
-            ).fetchall()
-        facts = [ledger.row_to_fact(r) for r in rows]
-    evidence = _search_evidence(
-        store, scope, question, k, {(f.subject, f.attribute) for f in facts}
-    )
-    if not facts:  # no structured selection: the best search hits are the state
-        facts, evidence = evidence, []
-    history = _history_of(store, facts, scope)
+    with store.read_snapshot():  # state, evidence and history from one committed state
+        facts: list[Fact] = []
+        if subjects or attributes or memory_types:
+            cond, params = _state_sql(scope, subjects, attributes, memory_types)
+            with store._lock:
+                rows = store.conn.execute(
+                    f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
+                    "ORDER BY f.subject, f.attribute LIMIT ?",
+                    (*params, max_facts),
+                ).fetchall()
+            facts = [ledger.row_to_fact(r) for r in rows]
+        evidence = _search_evidence(
+            store, scope, question, k, {(f.subject, f.attribute) for f in facts}
+        )
+        if not (subjects or attributes or memory_types):
+            # No structured selection was asked for: the best search hits are the state. With
+            # one, hits never become authoritative, even when the selection matched nothing.
+            facts, evidence = evidence, []
+        history = _history_of(store, facts, scope)
     return Context(
         text=_render(facts, evidence, history, scope),
         facts=facts,

@@ -11,13 +11,15 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
 from . import clock, ledger, namespaces, schema_migration
 from .errors import InvalidFilterError
-from .index import IndexSpec
+from .index import tenant_token
+from .vector_cache import VectorCache
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 # Filter keys are dotted paths; segments may hold letters, digits, '_', '-', ':', '@', ' '.
@@ -45,7 +47,7 @@ class RetrievalConfig:
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
     threshold: float | None = None
-    depth: int = 50
+    depth: int = 30
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -154,14 +156,21 @@ def check_filter(filter: dict[str, Any] | None) -> None:
 # ------------------------------------------------------------------ items
 
 
+_AT = {name: i for i, name in enumerate(ledger._NAMES)}
+
+
 def to_item(row: Any, score: float | None = None, search: bool = False) -> Item:
-    r = dict(zip(ledger._NAMES, row, strict=False))
+    """An Item from a facts row (positional access: this runs once per item read)."""
+    if schema_migration.REGISTRY:  # dual-read: newest registered shape
+        value = schema_migration.present(dict(zip(ledger._NAMES, row, strict=False)))[0]
+    else:
+        value = json.loads(row[_AT["value"]])
     kwargs = {
-        "namespace": namespaces.from_text(r["namespace"]),
-        "key": r["attribute"],
-        "value": schema_migration.present(r)[0],  # dual-read: newest registered shape
-        "created_at": clock.parse_stored(r["created_at"]),
-        "updated_at": clock.parse_stored(r["valid_from"]),
+        "namespace": namespaces.from_text(row[_AT["namespace"]]),
+        "key": row[_AT["attribute"]],
+        "value": value,
+        "created_at": datetime.fromisoformat(row[_AT["created_at"]]),
+        "updated_at": datetime.fromisoformat(row[_AT["valid_from"]]),
     }
     return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
 
@@ -169,15 +178,14 @@ def to_item(row: Any, score: float | None = None, search: bool = False) -> Item:
 def get(conn: Any, scope: Scope, namespace: tuple[str, ...], key: str) -> Item | None:
     cond, params = scope.where()
     row = conn.execute(
-        f"SELECT {_f_columns()} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
         " ORDER BY f.valid_from DESC LIMIT 1",
         (namespaces.to_text(namespace), key, *params),
     ).fetchone()
     return to_item(row) if row else None
 
 
-def _f_columns() -> str:
-    return ", ".join(f"f.{n}" for n in ledger._NAMES)
+F_COLUMNS = ", ".join(f"f.{n}" for n in ledger._NAMES)
 
 
 def _base_where(scope: Scope, op: SearchOp) -> tuple[str, list[Any]]:
@@ -198,32 +206,50 @@ def listing(conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
     """Search without a query: newest first, exact offset/limit."""
     where, params = _base_where(scope, op)
     rows = conn.execute(
-        f"SELECT {_f_columns()} FROM facts f WHERE {where} "
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {where} "
         "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
         (*params, op.limit, op.offset),
     ).fetchall()
     return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
 
 
-def _rows_for_facts(conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int]) -> dict[int, Any]:
-    where, params = _base_where(scope, op)
+def _rows_for_facts(
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    fact_ids: list[int],
+    where: str | None = None,
+    params: list[Any] | None = None,
+) -> dict[int, Any]:
+    """Visible rows (scope, prefix, filters) of the given facts, by fact_id."""
+    if not fact_ids:
+        return {}
+    if where is None:
+        where, params = _base_where(scope, op)
     rows = conn.execute(
-        f"SELECT {_f_columns()} FROM facts f WHERE f.fact_id IN "
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.fact_id IN "
         f"(SELECT value FROM json_each(?)) AND {where}",
-        (json.dumps(fact_ids), *params),
+        (json.dumps(fact_ids), *(params or [])),
     ).fetchall()
     return {r[1]: r for r in rows}
 
 
 def vector_ranking(
-    conn: Any, spec: IndexSpec, scope: Scope, op: SearchOp, query_vec: bytes, want: int
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    query_vec: bytes,
+    want: int,
+    cache: VectorCache | None = None,
 ) -> list[tuple[int, float, Any]]:
     """(fact_id, similarity, row) best first, at least `want` long when that many match.
 
-    vec0 KNN is exact within its k; filters run after it, so k grows until enough
-    facts survive them or the candidates are exhausted, then falls back to an exact
-    scan over the filtered facts.
+    KNN (the cache's or vec0's) is exact within its k; filters run after it, so k grows
+    until enough facts survive them or the candidates are exhausted. `cache` mirrors the
+    current vectors: pass it only for a current scope.
     """
+    if cache is not None and cache.usable(query_vec):
+        return _cached_ranking(conn, cache, scope, op, query_vec, want)
     tenant = tenant_of(scope, op)
     k = min(KNN_MAX_K, max(64, want * 4))
     while True:
@@ -242,6 +268,20 @@ def vector_ranking(
         k = min(KNN_MAX_K, k * 4)
 
 
+def _cached_ranking(
+    conn: Any, cache: VectorCache, scope: Scope, op: SearchOp, query_vec: bytes, want: int
+) -> list[tuple[int, float, Any]]:
+    """`vector_ranking` over the in-process cache: no k ceiling, so no scan fallback."""
+    tenant = tenant_of(scope, op)
+    total = cache.count(tenant)
+    k = max(64, want * 4)
+    while True:
+        ranked = _rank_facts(conn, scope, op, cache.top(query_vec, tenant, k))
+        if len(ranked) >= want or k >= total:
+            return ranked
+        k *= 4
+
+
 def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -> list:
     if not knn:
         return []
@@ -251,9 +291,15 @@ def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -
         "(SELECT value FROM json_each(?))",
         (json.dumps(list(distance)),),
     ).fetchall()
+    return _rank_facts(conn, scope, op, [(fid, 1.0 - distance[rid]) for rid, fid in owners])
+
+
+def _rank_facts(conn: Any, scope: Scope, op: SearchOp, hits: list[tuple[int, float]]) -> list:
+    """Best field similarity per fact, joined with the facts the scope and filter admit."""
+    if not hits:
+        return []
     best: dict[int, float] = {}
-    for vec_rowid, fact_id in owners:
-        sim = 1.0 - distance[vec_rowid]
+    for fact_id, sim in hits:
         if sim > best.get(fact_id, -math.inf):
             best[fact_id] = sim
     rows = _rows_for_facts(conn, scope, op, list(best))
@@ -265,7 +311,7 @@ def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -
 def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> list:
     where, params = _base_where(scope, op)
     rows = conn.execute(
-        f"SELECT {_f_columns()}, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
+        f"SELECT {F_COLUMNS}, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
         "FROM facts f JOIN vector_rows vr ON vr.fact_id = f.fact_id "
         f"JOIN fact_vectors v ON v.rowid = vr.vec_rowid WHERE {where} "
         "GROUP BY f.row_id ORDER BY d",
@@ -274,27 +320,137 @@ def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> list
     return [(r[1], 1.0 - r[-1], r[:-1]) for r in rows]
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 MATCH string: each word quoted, OR-ed (BM25 rewards matching more)."""
-    words = re.findall(r"\w+", text)
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+# Words too common to say anything about which fact a question needs.
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    }
+)
+
+
+# In hybrid search a term found in more than this share of all keyword rows (and in more
+# than COMMON_TERM_MIN_ROWS of them) is dropped: its IDF is near zero, so it barely changes
+# BM25 order, yet scoring its posting list dominates the query's cost.
+COMMON_TERM_SHARE = 0.1
+COMMON_TERM_MIN_ROWS = 1000
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct lowercase words of a query, stopwords dropped unless nothing else is left."""
+    words = re.findall(r"\w+", text.lower())
+    return list(dict.fromkeys([w for w in words if w not in STOPWORDS] or words))
+
+
+def drop_common_terms(conn: Any, terms: list[str]) -> list[str]:
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
+    if not terms:
+        return terms
+    rows = conn.execute("SELECT max(rowid) FROM fact_fts").fetchone()[0] or 0
+    ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
+    frequency = dict(
+        conn.execute(
+            "SELECT term, doc FROM fact_fts_vocab WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(terms),),
+        ).fetchall()
+    )
+    return [t for t in terms if frequency.get(t, 0) <= ceiling]
+
+
+def fts_query(terms: list[str], tenant: str | None = None) -> str | None:
+    """A safe FTS5 MATCH string: terms quoted and OR-ed, scoped to the tenant's token."""
+    if not terms:
+        return None
+    body = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    match = f"body : ({body})"
+    return f'scope : "{tenant_token(tenant)}" AND {match}' if tenant is not None else match
 
 
 def keyword_ranking(
-    conn: Any, scope: Scope, op: SearchOp, query: str, want: int
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    query: str,
+    want: int,
+    *,
+    prune: bool = False,
+    known: dict[int, Any] | None = None,
 ) -> list[tuple[int, float, Any]]:
-    """(fact_id, score, row) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better."""
-    match = fts_query(query)
+    """(fact_id, score, row) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better.
+
+    FTS5 ranks alone first (bounded), then the candidates meet the visibility and filter
+    conditions; the bound grows until enough survive or the matches run out. `prune`
+    drops very common terms (hybrid search, where vectors carry the semantics); `known`
+    holds rows already read under the same scope and filters (the vector side's), which
+    are not read again.
+    """
+    terms = query_terms(query)
+    match = fts_query(drop_common_terms(conn, terms) if prune else terms, tenant_of(scope, op))
     if match is None:
         return []
     where, params = _base_where(scope, op)
-    rows = conn.execute(
-        f"SELECT {_f_columns()}, bm25(fact_fts) AS b FROM fact_fts "
-        f"JOIN facts f ON f.fact_id = fact_fts.rowid WHERE fact_fts MATCH ? AND {where} "
-        "ORDER BY b LIMIT ?",
-        (match, *params, want),
-    ).fetchall()
-    return [(r[1], -r[-1] / (1.0 - r[-1]), r[:-1]) for r in rows]
+    known = known or {}
+    limit = max(32, want * 2)
+    while True:
+        hits = conn.execute(
+            "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ? "
+            "ORDER BY b LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        unread = [fid for fid, _ in hits if fid not in known]
+        rows = {fid: known[fid] for fid, _ in hits if fid in known}
+        rows.update(_rows_for_facts(conn, scope, op, unread, where, params))
+        ranked = [(fid, -b / (1.0 - b), rows[fid]) for fid, b in hits if fid in rows]
+        if len(ranked) >= want or len(hits) < limit:
+            return ranked[:want]
+        limit *= 4
 
 
 def _tie_ranks(ranked: Ranked) -> dict[int, int]:
@@ -350,10 +506,14 @@ def fuse_relative(weighted: list[tuple[float, Ranked]]) -> list[tuple[int, float
     return [(fid, fused[fid], rows[fid]) for fid in best]
 
 
-def cosine_for(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, float]:
+def cosine_for(
+    conn: Any, fact_ids: list[int], query_vec: bytes, cache: VectorCache | None = None
+) -> dict[int, float]:
     """Exact best-field cosine similarity for facts found by keywords only."""
     if not fact_ids:
         return {}
+    if cache is not None and cache.usable(query_vec):
+        return cache.similarity(query_vec, fact_ids)
     rows = conn.execute(
         "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
         "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "

@@ -9,9 +9,10 @@ Views (`as_of`, `for_tenant`) are the same flows with another Scope.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +44,13 @@ from . import (
 )
 from .backfill import BackfillReport, run_backfill
 from .erasure import PurgeReport
-from .errors import ReadOnlyViewError
-from .index import WHOLE_VALUE, IndexSpec, keyword_text, mark_current, write_keyword, write_vectors
+from .errors import InvalidFactError, ReadOnlyViewError
+from .index import WHOLE_VALUE, IndexSpec, flush_keywords, flush_vectors, keyword_text
 from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
 from .retention import RetentionReport
 from .search import Scope
 from .stats import collect_stats
+from .vector_cache import VectorCache
 
 if TYPE_CHECKING:
     from .candidates import MemoryUpdate
@@ -61,10 +63,14 @@ CURRENT = Scope()
 
 @dataclass
 class _PreparedPut:
-    """A validated put: its fact (None = delete), vectors, and TTL, ready for the ledger."""
+    """A validated put: encoded value (None = delete), keyword text, vectors and TTL.
+
+    Computed once, before the write lock: the transaction only runs SQL.
+    """
 
     op: PutOp
-    value_text: str | None
+    encoded: tuple[str, int] | None
+    keyword: str | None
     vectors: list[tuple[str, bytes]]
     ttl: float | None
 
@@ -96,6 +102,7 @@ class SGAMStore(BaseStore):
 
     supports_ttl = True
     __slots__ = (
+        "_cache",
         "_lock",
         "_owns_conn",
         "_ready",
@@ -119,7 +126,10 @@ class SGAMStore(BaseStore):
         max_value_bytes: int = ledger.DEFAULT_MAX_VALUE_BYTES,
         default_source: str = DEFAULT_SOURCE,
         retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
+        vector_cache: bool = True,
     ) -> None:
+        """`vector_cache=False` searches vec0 directly instead of an in-process mirror of
+        the current vectors (see `vector_cache`; it costs 4 bytes x dims per fact)."""
         self._owns_conn = isinstance(conn, str)
         self.conn = connection.connect(conn) if isinstance(conn, str) else conn
         self._spec = IndexSpec.from_config(index) if index else None
@@ -133,8 +143,9 @@ class SGAMStore(BaseStore):
             if isinstance(retrieval, search.RetrievalConfig)
             else search.RetrievalConfig(**(retrieval or {}))
         )
+        self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
         self._lock = threading.RLock()
-        self._writer = ledger.Writer(self.conn, self._lock)
+        self._writer = ledger.Writer(self.conn, self._lock, on_commit=self._committed)
         self._ready = False
 
     @classmethod
@@ -186,44 +197,74 @@ class SGAMStore(BaseStore):
         self._ensure_ready()
         for op in ops:
             _validate(op)
+        if len(ops) == 1 and isinstance(ops[0], GetOp) and not self.ttl_config:
+            # The hottest call (BaseStore.get): one statement, nothing to prepare or refresh.
+            with self._lock:
+                return [search.get(self.conn, scope, ops[0].namespace, ops[0].key)]
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
         puts = self._prepare_puts(ops)
         queries = self._embed_queries(ops)
         results: list[Result] = [None] * len(ops)
+        reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
+        many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
         with self._lock:
-            for i, op in enumerate(ops):
-                if isinstance(op, GetOp):
-                    results[i] = search.get(self.conn, scope, op.namespace, op.key)
-                elif isinstance(op, SearchOp):
-                    results[i] = self._search(scope, op, queries.get(i))
-                elif isinstance(op, ListNamespacesOp):
-                    results[i] = search.list_namespaces(self.conn, scope, op)
+            with self.read_snapshot() if many else nullcontext():
+                for i in reads:
+                    results[i] = self._read(scope, ops[i], queries.get(i))
             self._refresh_ttl(ops, results, scope)
             if puts:
                 self._writer.run(lambda tx: self._apply_puts(tx, puts))
         return results
 
+    def _read(self, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
+        if isinstance(op, GetOp):
+            return search.get(self.conn, scope, op.namespace, op.key)
+        if isinstance(op, SearchOp):
+            return self._search(scope, op, query_vec)
+        assert isinstance(op, ListNamespacesOp)
+        return search.list_namespaces(self.conn, scope, op)
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """One read transaction: every statement inside sees the same committed state.
+
+        A hybrid search runs several statements; without this, a write committed by
+        another connection between them could surface the superseded fact as well.
+        Reentrant: inside an open transaction it adds nothing.
+        """
+        with self._lock:
+            if self.conn.in_transaction:
+                yield
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("COMMIT")
+
     # ------------------------------------------------------------------ write flow
 
     def _prepare_puts(self, ops: Sequence[Op]) -> list[_PreparedPut]:
-        """Encode values and embed texts before taking the write lock."""
+        """Encode values, build keyword text and embed, once and before the write lock."""
         prepared: list[_PreparedPut] = []
         to_embed: list[tuple[int, str, str]] = []
         for op in ops:
             if not isinstance(op, PutOp):
                 continue
-            text = None
+            encoded = keyword = None
             if op.value is not None:
-                text, _ = ledger.encode_value(op.value, self.max_value_bytes)
-                if self._spec and op.index is not False:
+                encoded = ledger.encode_value(op.value, self.max_value_bytes)
+                if op.index is not False:
                     fields = list(op.index) if isinstance(op.index, list) else None
-                    for field, chunk in self._spec.texts(op.value, fields):
-                        to_embed.append((len(prepared), field, chunk))
+                    pairs = self._spec.texts(op.value, fields) if self._spec else None
+                    subject = namespaces.split(op.namespace)[1]
+                    keyword = self._keyword_text(subject, op.key, op.value, fields, pairs)
+                    to_embed += [(len(prepared), field, chunk) for field, chunk in pairs or ()]
             ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
                 ttl = self.ttl_config.get("default_ttl")
-            prepared.append(_PreparedPut(op, text, [], ttl))
+            prepared.append(_PreparedPut(op, encoded, keyword, [], ttl))
         if to_embed:
             assert self._spec is not None
             vectors = self._spec.embeddings.embed_documents([t for _, _, t in to_embed])
@@ -233,6 +274,7 @@ class SGAMStore(BaseStore):
 
     def _apply_puts(self, tx: ledger.Tx, puts: list[_PreparedPut]) -> None:
         source = provenance(self.default_source)
+        ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
         for put in puts:
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
@@ -254,7 +296,15 @@ class SGAMStore(BaseStore):
                 retention_policy=None,
                 expires_at=None,
             )
-            self._write_fact(tx, fact, put.vectors, ttl=put.ttl, index=put.op.index)
+            self._write_fact(
+                tx,
+                fact,
+                put.vectors,
+                ttl=put.ttl,
+                index=put.op.index,
+                encoded=put.encoded,
+                keyword=put.keyword,
+            )
         self._sync_current(tx)
 
     def _write_fact(
@@ -267,11 +317,14 @@ class SGAMStore(BaseStore):
         decided_by: str | None = None,
         index: bool | list[str] | None = True,
         policy: ConflictPolicy | None = None,
+        encoded: tuple[str, int] | None = None,
+        keyword: str | None = None,
     ) -> int:
         """The one path from a fact to stored rows: ledger rule, then its index rows.
 
         `index` is PutOp's: False keeps the fact out of keyword and vector search, a list
-        of paths restricts which fields are indexed.
+        of paths restricts which fields are indexed. Index rows are queued on `tx` and
+        written by `_sync_current`, which every write transaction ends with.
         """
         row_id = ledger.replace_fact(
             tx,
@@ -280,30 +333,53 @@ class SGAMStore(BaseStore):
             decided_by=decided_by,
             max_value_bytes=self.max_value_bytes,
             policy=policy,
+            encoded=encoded,
         )
         if index is not False:
-            body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
-            fields = index if isinstance(index, list) else None
-            write_keyword(tx.cur, row_id, self._keyword_body(fact, body, fields))
+            if keyword is None:
+                body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
+                keyword = self._keyword_body(fact, body, index if isinstance(index, list) else None)
+            tx.keyword_rows.append((row_id, fact.tenant_id, keyword))
         if vectors:
-            write_vectors(tx.cur, row_id, fact.tenant_id, vectors, current=row_id in tx.opened)
+            tx.vector_rows.append((row_id, fact.tenant_id, vectors))
         return row_id
 
     def _keyword_body(
         self, fact: MemoryFact, body: dict[str, Any], fields: list[str] | None
     ) -> str:
         """FTS text: the key's names plus the same fields the vectors embed (all, by default)."""
+        return self._keyword_text(fact.subject, fact.attribute, body, fields, None)
+
+    def _keyword_text(
+        self,
+        subject: str,
+        attribute: str,
+        body: dict[str, Any],
+        fields: list[str] | None,
+        pairs: list[tuple[str, str]] | None,
+    ) -> str:
+        """`_keyword_body`, reusing the (field, text) pairs already extracted for embedding."""
         paths = fields or (list(self._spec.fields) if self._spec else None)
         if not paths or paths == [WHOLE_VALUE]:
-            return keyword_text(fact.subject, fact.attribute, body)
+            return keyword_text(subject, attribute, body)
         assert self._spec is not None
-        texts = [text for _, text in self._spec.texts(body, paths)]
-        return " ".join([fact.subject, fact.attribute, *texts])
+        pairs = pairs if pairs is not None else self._spec.texts(body, paths)
+        return " ".join([subject, attribute, *(text for _, text in pairs)])
 
     def _sync_current(self, tx: ledger.Tx) -> None:
-        """Mirror the ledger's open/closed changes into vec0's `is_current` flag."""
+        """Write the transaction's queued index rows and mirror its open/closed changes
+        into vec0's `is_current` flag (and, after COMMIT, into the vector cache)."""
+        if tx.keyword_rows:
+            flush_keywords(tx.cur, tx.keyword_rows)
+            tx.keyword_rows = []
         if self._spec:
-            mark_current(tx.cur, tx.retired, False)
+            tx.delta = flush_vectors(tx.cur, tx.vector_rows, tx.opened, tx.retired, tx.tenant_of)
+            tx.vector_rows = []
+
+    def _committed(self, tx: ledger.Tx) -> None:
+        """Mirror a committed write of this connection into the vector cache."""
+        if self._cache is not None and tx.delta is not None:
+            self._cache.apply(tx.delta)
 
     def _vectors_for(self, value: Any) -> list[tuple[str, bytes]]:
         if not self._spec:
@@ -321,9 +397,10 @@ class SGAMStore(BaseStore):
         if not self._spec:
             return {}
         wanted = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
-        return {
-            i: self._spec.check(self._spec.embeddings.embed_query(q)) for i, q in wanted.items()
-        }
+        vectors = {i: self._spec.embeddings.embed_query(q) for i, q in wanted.items()}
+        # A zero vector has no direction, so no cosine similarity: such a query (e.g. only
+        # punctuation) is answered by keywords alone.
+        return {i: self._spec.check(v) for i, v in vectors.items() if any(v)}
 
     def _search(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> list:
         if not op.query:
@@ -345,15 +422,21 @@ class SGAMStore(BaseStore):
         if not use_vectors:
             return search.keyword_ranking(self.conn, scope, op, op.query, want)
         assert self._spec is not None and query_vec is not None
-        vector = search.vector_ranking(self.conn, self._spec, scope, op, query_vec, depth)
+        cache = self._cache if scope.current else None  # it mirrors current vectors only
+        if cache is not None:
+            cache.ensure(self.conn)
+        vector = search.vector_ranking(self.conn, scope, op, query_vec, depth, cache)
         if cfg.mode == "vector":
             return vector
-        keyword = search.keyword_ranking(self.conn, scope, op, op.query, depth)
+        seen = {fid: row for fid, _, row in vector}
+        keyword = search.keyword_ranking(
+            self.conn, scope, op, op.query, depth, prune=True, known=seen
+        )
         # Rank every candidate on both signals: keyword hits outside the KNN depth get their
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
         missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = search.cosine_for(self.conn, missing, query_vec)
+        extra = search.cosine_for(self.conn, missing, query_vec, cache)
         cosine.update(extra)
         vector = sorted(
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
@@ -500,6 +583,19 @@ class SGAMStore(BaseStore):
         with self._lock:
             return ledger.history(self.conn, ns, attribute, _ts(known_at))
 
+    def ledger(
+        self,
+        tenant_id: str | None = None,
+        subject: str | None = None,
+        attribute: str | None = None,
+        known_at: clock.Timestamp | None = None,
+    ) -> list[Fact]:
+        """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
+        (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
+        self._ensure_ready()
+        with self._lock:
+            return ledger.believed(self.conn, tenant_id, subject, attribute, _ts(known_at))
+
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""
         from .views import View
@@ -594,7 +690,8 @@ def _validate(op: Op) -> None:
     """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch."""
     if isinstance(op, GetOp | PutOp):
         namespaces.check_item_namespace(op.namespace)
-        namespaces.check_labels(op.namespace)
+        if isinstance(op, PutOp):
+            _check_put(op)
     elif isinstance(op, SearchOp):
         namespaces.check_labels(op.namespace_prefix)
         search.check_filter(op.filter)
@@ -603,6 +700,25 @@ def _validate(op: Op) -> None:
             namespaces.check_labels(condition.path, allow_wildcard=True)
     else:
         raise TypeError(f"unknown op {type(op).__name__}")
+
+
+def _check_put(op: PutOp) -> None:
+    """BaseStore values are dicts (scalar facts go through replace_fact); TTLs are minutes."""
+    if op.value is not None and not isinstance(op.value, dict):
+        raise InvalidFactError(
+            f"put takes a dict value, got {type(op.value).__name__}; "
+            "use replace_fact(MemoryFact(...)) for a scalar fact"
+        )
+    ttl = op.ttl
+    if ttl is NOT_PROVIDED or ttl is None:
+        return
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, int | float)
+        or not math.isfinite(ttl)
+        or ttl <= 0
+    ):
+        raise InvalidFactError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
 
 
 def _fact_namespace(tenant_id: str, subject: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     Item,
@@ -86,26 +87,55 @@ class View(BaseStore):
         if isinstance(op, SearchOp):
             return op._replace(namespace_prefix=self._abs(op.namespace_prefix))
         if isinstance(op, ListNamespacesOp):
-            conditions = [
-                MatchCondition("prefix", self._abs(c.path)) if c.match_type == "prefix" else c
+            # Only prefixes go to the store; suffixes, depth and paging apply to the
+            # relative namespaces in _from_store, or the tenant label could satisfy them.
+            prefixes = [
+                MatchCondition("prefix", self._abs(c.path))
                 for c in op.match_conditions or ()
+                if c.match_type == "prefix"
             ]
-            if not any(c.match_type == "prefix" for c in conditions):
-                conditions.append(MatchCondition("prefix", (self.scope.tenant,)))
-            depth = None if op.max_depth is None else op.max_depth + 1
-            return op._replace(match_conditions=tuple(conditions), max_depth=depth)
+            for c in op.match_conditions or ():
+                namespaces.check_labels(c.path, allow_wildcard=True)
+            conditions = tuple(prefixes) or (MatchCondition("prefix", (self.scope.tenant,)),)
+            return ListNamespacesOp(conditions, max_depth=None, limit=_ALL, offset=0)
         return op
 
     def _from_store(self, op: Op, result: Any) -> Any:
         if self.scope.tenant is None or result is None:
             return result
         if isinstance(op, ListNamespacesOp):
-            return [ns[1:] for ns in result]
+            return _page(op, [ns[1:] for ns in result])
         if isinstance(result, list):
             return [self._relative(item) for item in result]
         return self._relative(result) if isinstance(result, Item) else result
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
+        """BaseStore.put, except that a tenant view's `()` names its tenant-level facts."""
+        self.batch([PutOp(tuple(namespace), key, value, index=index, ttl=ttl)])
 
     @staticmethod
     def _relative(item: Item) -> Item:
         item.namespace = item.namespace[1:]
         return item
+
+
+_ALL = 2**62  # "no limit" for the store-side listing a tenant view pages itself
+
+
+def _page(op: ListNamespacesOp, relative: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Suffix conditions, max_depth and paging, applied to relative namespaces."""
+    suffixes = [c for c in op.match_conditions or () if c.match_type == "suffix"]
+    found = {
+        ns[: op.max_depth] if op.max_depth is not None else ns
+        for ns in relative
+        if all(namespaces.matches(ns, c) for c in suffixes)
+    }
+    return sorted(found)[op.offset : op.offset + op.limit]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import re
 from collections.abc import Iterator
@@ -12,6 +13,23 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import SGAMStore
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run every `async def` test on asyncio through anyio's plugin.
+
+    anyio's plugin ships with anyio (already a dependency); pytest-asyncio would warn
+    on stderr in directories without our pytest config, which breaks tools that read
+    pytest's last line (the LangGraph peer suite runner).
+    """
+    for item in items:
+        if inspect.iscoroutinefunction(getattr(item, "function", None)):
+            item.add_marker(pytest.mark.anyio)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 class HashEmbeddings(Embeddings):

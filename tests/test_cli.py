@@ -1,10 +1,21 @@
-"""The quick-start demo runs offline on a SQLite file and answers the seed's questions."""
+"""The CLI: the demo and the replay run offline; ledger, history and timeline inspect a
+file; output fits 100-120 columns; errors are one line with exit status 2."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from sgam_store import cli
+from sgam_store.embeddings import local_available
 
 
 def test_demo_json(tmp_path) -> None:
@@ -21,3 +32,178 @@ def test_demo_json(tmp_path) -> None:
     assert answers["on June 2"] == "2026-07-15"
     assert answers["on May 31"] == "2026-08-01"
     assert answers["now (tenant globex)"] == "2026-09-10"
+
+
+# ---------------------------------------------------------------- replay and inspection
+
+
+def sgam(monkeypatch, capsys, *argv: str, width: int = 100) -> tuple[int, str, str]:
+    """Run `sgam` in-process on a console of `width` columns; (status, stdout, stderr)."""
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=screen, width=width, color_system=None))
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return status, screen.getvalue() + captured.out, captured.err
+
+
+@pytest.fixture
+def replayed(tmp_path, monkeypatch, capsys) -> str:
+    db = str(tmp_path / "replay.db")
+    assert sgam(monkeypatch, capsys, "replay", "--db", db, "--baseline", "keyword")[0] == 0
+    return db
+
+
+def test_replay_json_runs_offline_and_recreates_its_file(replayed) -> None:
+    command = [sys.executable, "-m", "sgam_store.cli", "replay", "--db", replayed, "--json"]
+    out = subprocess.run(  # on the file an earlier replay left: it starts over
+        [*command, "--baseline", "keyword"], capture_output=True, text=True, check=True
+    )
+    report = json.loads(out.stdout)
+    assert report["stale"] == {"baseline": 4, "sgam": 0}
+    assert report["verdicts"]["sgam"]["ok"] == len(report["answers"]) == 7
+    assert (report["turns"][0]["episode"], report["turns"][0]["deferred"]) == ("e0", True)
+    assert report["turns"][-1]["phase"] == "background run"
+    current = [f for f in report["ledger"] if f["valid_to"] is None and f["tenant"] == "acme"]
+    assert {(f["key"], f["value"], f["source"]) for f in current} == {
+        ("mira.passport_deadline", "2026-06-30", "e2"),
+        ("mira.answer_style", "detailed", "e3"),
+    }
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_replay_reads_at_100_and_120_columns(tmp_path, monkeypatch, capsys, width) -> None:
+    db = str(tmp_path / "replay.db")
+    status, out, _ = sgam(
+        monkeypatch, capsys, "replay", "--db", db, "--baseline", "keyword", width=width
+    )
+    assert status == 0
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= width
+    assert "Stale answers: description memory 4 of 7, SGAM 0 of 7." in out
+    # no column is cut: keys and timestamps appear whole
+    assert re.search(
+        r"#5 +mira\.passport_deadline +2026-06-30 +2026-06-03 10:00 +open +#2 +e2", out
+    )
+    assert "closed #2 mira.passport_deadline = 2026-07-15 at 2026-06-03 10:00" in out
+    assert "recorded; its extraction waits for the background manager" in out
+
+
+def test_a_long_replay_shows_progress_and_finishes(tmp_path, monkeypatch, capsys) -> None:
+    episodes = "".join(
+        f"  - {{id: n{i}, tenant: acme, at: '2026-06-01T{i:02d}:00:00Z', text: 'note {i}'}}\n"
+        for i in range(cli.LONG_REPLAY)
+    )
+    path = tmp_path / "long.yaml"
+    path.write_text(f"episodes:\n{episodes}")
+    db = str(tmp_path / "long.db")
+    status, out, _ = sgam(
+        monkeypatch, capsys, "replay", str(path), "--db", db, "--baseline", "keyword"
+    )
+    assert status == 0 and f"turn {cli.LONG_REPLAY} · n{cli.LONG_REPLAY - 1}" in out
+
+
+def test_ledger_history_and_timeline_inspect_the_replayed_file(
+    replayed, monkeypatch, capsys
+) -> None:
+    key = ["--tenant", "acme", "--subject", "mira", "--attribute", "passport_deadline"]
+    status, out, _ = sgam(monkeypatch, capsys, "ledger", "--db", replayed)
+    assert status == 0 and "6 facts" in out and "tenant globex" in out
+
+    status, out, _ = sgam(
+        monkeypatch, capsys, "ledger", "--db", replayed, "--tenant", "globex", "--json"
+    )
+    assert [(f["key"], f["value"]) for f in json.loads(out)] == [
+        ("mira.passport_deadline", "2026-09-10")
+    ]
+
+    status, out, _ = sgam(monkeypatch, capsys, "history", "--db", replayed, *key, width=160)
+    assert "mira: Mira corrected the deadline. It is now 2026-06-30." in out
+    assert "supersedes chain: #5 2026-06-30 (e2) ← #2 2026-07-15 (e1)" in out
+
+    status, out, _ = sgam(monkeypatch, capsys, "history", "--db", replayed, *key, "--json")
+    rows = json.loads(out)
+    assert [r["source"] for r in rows] == ["e0", "e1", "e2"]
+    assert rows[0]["said"]["kind"] == "tool_result" and rows[2]["supersedes"] == rows[1]["fact_id"]
+
+    status, out, _ = sgam(monkeypatch, capsys, "timeline", "--db", replayed, *key[:2])
+    bars = [line for line in out.splitlines() if "█" in line]
+    assert status == 0 and len(bars) == 5  # 2 answer_style + 3 passport_deadline facts
+    assert bars[-1].endswith("→") and "2026-06-03 10:00" in out  # the open fact, its start
+
+    status, out, _ = sgam(monkeypatch, capsys, "timeline", "--db", replayed, "--json")
+    assert len(json.loads(out)) == 6
+
+
+def test_known_at_shows_what_the_store_believed_then(replayed, monkeypatch, capsys) -> None:
+    _, out, _ = sgam(monkeypatch, capsys, "ledger", "--db", replayed, "--json")
+    # before the replay wrote anything, the store believed nothing
+    _, before, _ = sgam(
+        monkeypatch,
+        capsys,
+        "ledger",
+        "--db",
+        replayed,
+        "--json",
+        "--known-at",
+        "2000-01-01T00:00:00Z",
+    )
+    assert json.loads(out) and json.loads(before) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ledger", "--db", "{tmp}/none.db"], "no database at"),
+        (["timeline", "--db", "{db}", "--tenant", "initech"], "no facts in"),
+        (
+            [
+                "history",
+                "--db",
+                "{db}",
+                "--tenant",
+                "acme",
+                "--subject",
+                "mira",
+                "--attribute",
+                "x",
+            ],
+            "no facts for acme · mira.x",
+        ),
+        (["ledger", "--db", "{db}", "--known-at", "yesterday"], "cannot parse timestamp"),
+        (["replay", "nope"], "give a .yaml file or a bundled name (passport)"),
+        (["replay", "{tmp}/bad.yaml"], "bad.yaml: not valid YAML"),
+        (
+            ["replay", "--db", "{tmp}/m.db", "--model", "no-such-provider:model"],
+            "cannot load chat model 'no-such-provider:model'",
+        ),
+    ],
+)
+def test_errors_are_one_line_with_exit_status_2(
+    replayed, tmp_path, monkeypatch, capsys, argv, message
+) -> None:
+    (tmp_path / "bad.yaml").write_text("episodes: [")
+    argv = [a.format(tmp=tmp_path, db=replayed) for a in argv]
+    status, _, err = sgam(monkeypatch, capsys, *argv)
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith("sgam: error: ") and message in err
+
+
+@pytest.mark.slow
+def test_sgam_replay_with_no_argument_runs_the_bundled_scenario_on_a_fresh_machine(
+    tmp_path,
+) -> None:
+    """What `make demo` runs: the entry point, its default file, the default baseline."""
+    env = {**os.environ, "COLUMNS": "100", "HF_HUB_OFFLINE": "1"}
+    sgam_bin = Path(sys.executable).with_name("sgam")
+    out = subprocess.run(
+        [str(sgam_bin), "replay"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (tmp_path / "sgam-replay.db").is_file()
+    label = "MiniLM similarity" if local_available() else "word overlap"
+    assert f"baseline: top-1 episode by {label}" in out
+    assert re.search(r"Stale answers: description memory \d of 7, SGAM 0 of 7\.", out)
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 100

@@ -96,3 +96,11 @@ def test_hybrid_threshold_and_modes(db_path: str) -> None:
         assert all(h.score >= 0.3 for h in hits)
     with pytest.raises(ValueError):
         SGAMStore(":memory:", retrieval={"mode": "fuzzy"})
+
+
+def test_search_hits_never_stand_in_for_a_selection_that_matched_nothing(store: SGAMStore) -> None:
+    seed(store)
+    ctx = store.recall("acme", "passport deadline", subjects=["nobody"])
+    assert ctx.facts == []
+    assert "(none)" in ctx.text.split("Related")[0]
+    assert ctx.evidence[0].attribute == "passport_deadline"

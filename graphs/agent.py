@@ -1,0 +1,334 @@
+"""An agent with hot-path memory: remember, correct, forget and recall tools, and the
+user's current facts in its system prompt on every model call.
+
+    START -> capture -> respond <-> tools
+                        respond -> schedule_memory -> END
+
+- capture: records the turn's user message as an episode (the provenance the tools cite),
+  or takes `episode_id` from the run's configuration when the application recorded the
+  turn itself; the run's scope is checked here, first: a run without tenant_id/user_id
+  fails before any model call.
+- respond: read path. `store.recall(tenant, subjects=[user])` -> cited context in the
+  system prompt, then the model (with the memory tools bound).
+- tools: write path, now. remember/correct build a `MemoryUpdate` from the tool call with
+  the tenant, subject, episode and current value taken from the run, never from the model,
+  and send it through `consolidate` -> `apply_updates` -> the ledger; forget closes the
+  open fact (history kept). A fact written here is in the very next model call's prompt.
+- schedule_memory: after the turn, the background manager (graphs.manager) is scheduled
+  deferred and debounced per thread (graphs.scheduling), locally or on the server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, NotRequired
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.runtime import Runtime, get_runtime
+
+from graphs.manager import consolidation_config, episode_for
+from graphs.models import chat_model
+from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, forwarded_settings
+from graphs.scope import MemoryContext, ScopeError, require_store, resolve_scope, setting
+from sgam_store import InvalidCandidateError, InvalidTimestampError, MemorySchema, clock
+from sgam_store.candidates import normalize_attribute
+from sgam_store.consolidation import ConsolidationConfig, consolidate
+from sgam_store.policies import ConflictPolicy
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are a helpful assistant with long-term memory about the user ({user_id}).
+
+{memory}
+
+The known facts above are current and authoritative; history lines are superseded values. \
+When you rely on a fact, cite its source in brackets. When the user asks you to remember, \
+correct or forget something, call remember, correct or forget now, quoting the user's \
+exact words as evidence. Use recall_memory to see what was true at another time."""
+
+Scheduler = LocalMemoryScheduler | ServerMemoryScheduler
+
+
+class AgentState(MessagesState):
+    episode_id: NotRequired[str | None]  # the turn's user message, as a recorded episode
+
+
+# ---------------------------------------------------------------- hot-path tools
+
+
+def memory_tools(
+    *,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+) -> list[BaseTool]:
+    """remember, correct, forget, recall_memory: scoped by the run, written by the service."""
+
+    def write(
+        runtime: ToolRuntime[Any, Any],
+        attribute: str,
+        value: Any,
+        evidence: str,
+        valid_from: str | None,
+        memory_type: str | None,
+        *,
+        correction: bool,
+    ) -> str:
+        scope = resolve_scope(runtime.config, runtime.context)
+        store = require_store(runtime.store)
+        episode_id = (runtime.state or {}).get("episode_id")
+        episode = episode_id and store.get_episode(episode_id, tenant_id=scope.tenant_id)
+        if not episode:
+            return "Not saved: this turn has no user message to cite as evidence."
+        try:
+            attr = normalize_attribute(attribute)
+        except InvalidCandidateError as exc:
+            return f"Not saved: {exc}"
+        current = store.fact_at(scope.tenant_id, scope.subject, attr)
+        if correction and current is None:
+            return f"Not saved: nothing is stored for {attr!r} to correct; use remember."
+        same = current is not None and current.value == value
+        change = "new" if current is None else ("no_change" if same else "update")
+        payload = {
+            "evidence": evidence,
+            "subject": scope.subject,
+            "attribute": attr,
+            "current_value": None if current is None else current.value,
+            "change": change,
+            "value": value,
+            "valid_from": valid_from or clock.fmt(episode.occurred_at),
+            "memory_type": memory_type,
+            "confidence": 1.0,  # the user said it and asked for it: no recurrence needed
+        }
+        result = consolidate(
+            store,
+            [payload],
+            tenant_id=scope.tenant_id,
+            episode_id=episode.episode_id,
+            schema=schema,
+            policy=policy,
+            config=consolidation_config(consolidation, runtime.config, runtime.context),
+        )
+        if result.rejected:
+            return f"Not saved: {result.rejected[0].reason}"
+        if not result.written:
+            return f"Already stored: {scope.subject}.{attr} = {value!r}."
+        fact = result.written[0]
+        replaced = (
+            f"; it replaces fact {fact.supersedes_fact_id} ({current.value!r})"
+            if fact.supersedes_fact_id is not None and current is not None
+            else ""
+        )
+        return (
+            f"Saved {scope.subject}.{attr} = {fact.value!r} (fact {fact.fact_id}, "
+            f"source {fact.source_episode_id}){replaced}."
+        )
+
+    @tool(parse_docstring=True)
+    def remember(
+        attribute: str,
+        value: str,
+        evidence: str,
+        runtime: ToolRuntime[Any, Any],
+        valid_from: str | None = None,
+        memory_type: str | None = None,
+    ) -> str:
+        """Save a fact about the user to long-term memory now.
+
+        Use it when the user asks you to remember something, or states something the next
+        answers depend on (a preference, a deadline, a name).
+
+        Args:
+            attribute: What about the user, in snake_case, e.g. answer_style or passport_deadline.
+            value: The value to remember.
+            evidence: The user's exact words from their latest message that state it.
+            valid_from: When it starts to hold (ISO-8601 with Z), only if the user says so.
+            memory_type: Optional kind, e.g. preference, profile, task_state.
+        """
+        return write(runtime, attribute, value, evidence, valid_from, memory_type, correction=False)
+
+    @tool(parse_docstring=True)
+    def correct(
+        attribute: str,
+        value: str,
+        evidence: str,
+        runtime: ToolRuntime[Any, Any],
+        valid_from: str | None = None,
+    ) -> str:
+        """Correct a stored fact about the user now; the old value is kept as history.
+
+        Args:
+            attribute: The stored attribute to correct, in snake_case.
+            value: The corrected value.
+            evidence: The user's exact words from their latest message that correct it.
+            valid_from: When the new value starts to hold (ISO-8601 with Z), if the user says.
+        """
+        return write(runtime, attribute, value, evidence, valid_from, None, correction=True)
+
+    @tool(parse_docstring=True)
+    def forget(attribute: str, runtime: ToolRuntime[Any, Any]) -> str:
+        """Stop treating a fact about the user as current (history is kept).
+
+        Args:
+            attribute: The stored attribute to forget, in snake_case.
+        """
+        scope = resolve_scope(runtime.config, runtime.context)
+        store = require_store(runtime.store)
+        try:
+            attr = normalize_attribute(attribute)
+        except InvalidCandidateError as exc:
+            return f"Nothing forgotten: {exc}"
+        current = store.fact_at(scope.tenant_id, scope.subject, attr)
+        if current is None:
+            return f"Nothing is stored for {attr!r}."
+        store.delete(scope.namespace, attr)  # closes the open fact at now; history kept
+        return f"Forgot {scope.subject}.{attr} (fact {current.fact_id}, was {current.value!r})."
+
+    @tool(parse_docstring=True)
+    def recall_memory(runtime: ToolRuntime[Any, Any], as_of: str | None = None) -> str:
+        """Look up what long-term memory holds about the user, now or at a past instant.
+
+        Args:
+            as_of: An ISO-8601 instant with Z (e.g. 2026-06-02T00:00:00Z); omit for now.
+        """
+        scope = resolve_scope(runtime.config, runtime.context)
+        store = require_store(runtime.store)
+        try:
+            return store.recall(scope.tenant_id, subjects=[scope.subject], at=as_of).text
+        except InvalidTimestampError as exc:
+            return f"Cannot look that up: {exc}"
+
+    return [remember, correct, forget, recall_memory]
+
+
+# ---------------------------------------------------------------- the graph
+
+
+def build_agent(
+    model: BaseChatModel | None = None,
+    *,
+    scheduler: Scheduler | None = None,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+    extra_tools: Sequence[BaseTool] = (),
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    store: Any = None,
+    checkpointer: Any = None,
+    name: str = "agent",
+) -> Any:
+    """The agent graph. `model=None` takes the run's `model` setting (or env SGAM_MODEL).
+
+    `scheduler` runs the background manager after each turn (none by default); a run can
+    switch it with `memory_scheduler` ("none", "server", or "local" if one was given here).
+    `system_prompt` is formatted with `memory` (the cited facts) and `user_id`.
+    """
+    tools = [*memory_tools(schema=schema, policy=policy, consolidation=consolidation)]
+    tools += list(extra_tools)
+
+    def capture(
+        state: AgentState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)  # a missing tenant fails here, first
+        store = require_store(runtime.store)
+        given = setting("episode_id", config, runtime.context)
+        if given is not None:  # the application recorded this turn's episode itself
+            if store.get_episode(str(given), tenant_id=scope.tenant_id) is None:
+                raise ScopeError(
+                    f"episode_id {given!r} is not recorded for tenant {scope.tenant_id!r}: "
+                    "record it with store.record_episode first, or leave episode_id unset"
+                )
+            return {"episode_id": str(given)}
+        last = state["messages"][-1] if state.get("messages") else None
+        if last is None or last.type != "human" or not last.text.strip():
+            return {"episode_id": None}
+        return {"episode_id": episode_for(store, scope, last).episode_id}
+
+    def respond(
+        state: AgentState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)
+        store = require_store(runtime.store)
+        llm = model or chat_model(config, runtime.context)
+        memory = store.recall(scope.tenant_id, subjects=[scope.subject]).text
+        system = SystemMessage(system_prompt.format(memory=memory, user_id=scope.user_id))
+        reply = llm.bind_tools(tools).invoke([system, *state["messages"]], config)
+        return {"messages": [reply]}
+
+    def route(state: AgentState) -> str:
+        last = state["messages"][-1]
+        return "tools" if getattr(last, "tool_calls", None) else "schedule_memory"
+
+    def pick(config: RunnableConfig, context: Any) -> Scheduler | None:
+        mode = setting("memory_scheduler", config, context, env="SGAM_MEMORY_SCHEDULER")
+        if mode == "none":
+            return None
+        if mode == "server" and not isinstance(scheduler, ServerMemoryScheduler):
+            return ServerMemoryScheduler()
+        if mode == "local" and not isinstance(scheduler, LocalMemoryScheduler):
+            raise ValueError(
+                "memory_scheduler='local' needs build_agent(scheduler=LocalMemoryScheduler(...))"
+            )
+        if mode not in (None, "none", "server", "local"):
+            raise ValueError(f"memory_scheduler must be none, local or server, got {mode!r}")
+        return scheduler
+
+    def plan(state: AgentState, config: RunnableConfig) -> tuple[Scheduler, dict] | None:
+        runtime = get_runtime()
+        chosen = pick(config, runtime.context)
+        if chosen is None:
+            return None
+        delay = setting("memory_delay_seconds", config, runtime.context, env="SGAM_MEMORY_DELAY")
+        return chosen, {
+            "messages": state["messages"],
+            "scope": resolve_scope(config, runtime.context),
+            "settings": forwarded_settings(config, runtime.context),
+            "delay_seconds": None if delay is None else float(delay),
+        }
+
+    def schedule_memory(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        planned = plan(state, config)
+        if planned is not None:
+            chosen, request = planned
+            try:
+                chosen.submit(**request)
+            except Exception:  # memory must not fail the user's turn; make it loud instead
+                logger.exception("could not schedule the background memory manager")
+        return {}
+
+    async def aschedule_memory(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        planned = plan(state, config)
+        if planned is not None:
+            chosen, request = planned
+            try:
+                await chosen.asubmit(**request)
+            except Exception:
+                logger.exception("could not schedule the background memory manager")
+        return {}
+
+    graph = StateGraph(AgentState, context_schema=MemoryContext)
+    graph.add_node("capture", capture)
+    graph.add_node("respond", respond)
+    graph.add_node("tools", ToolNode(tools))
+    # Both forms: the server runs graphs async (in-process SDK client), scripts often sync.
+    graph.add_node(
+        "schedule_memory", RunnableLambda(schedule_memory, afunc=aschedule_memory, name="schedule")
+    )
+    graph.add_edge(START, "capture")
+    graph.add_edge("capture", "respond")
+    graph.add_conditional_edges("respond", route, ["tools", "schedule_memory"])
+    graph.add_edge("tools", "respond")
+    graph.add_edge("schedule_memory", END)
+    return graph.compile(store=store, checkpointer=checkpointer, name=name)
+
+
+# langgraph.json: "agent": "./graphs/agent.py:agent". On a server the manager runs as a
+# delayed run of the "memory_manager" graph (set memory_scheduler="none" to switch it off).
+agent = build_agent(scheduler=ServerMemoryScheduler())

@@ -1,0 +1,313 @@
+"""The background memory manager: record episodes, extract candidates, consolidate.
+
+For each user message not yet extracted: record it as an episode (or reuse the one the
+agent's hot path recorded), show the model the episode and the subject's current values
+(`sgam_store.extraction`, structured output into `MemoryUpdate`), and hand the candidates
+to `sgam_store.consolidation.consolidate`, which holds weak ones as candidates and sends
+the rest through the write service (`apply_updates`) in one transaction, marking the
+episode extracted. Nothing here calls `put`; the model never names a tenant or episode.
+
+Two forms:
+- `memory_manager_node(...)`: a node for your own graph (any state with `messages`);
+- `build_memory_manager(...)`: a standalone graph, `memory_manager` in langgraph.json,
+  which the agent's scheduler runs deferred and debounced after each turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
+
+from graphs.models import chat_model, model_label
+from graphs.scope import MemoryContext, MemoryScope, require_store, resolve_scope, setting
+from sgam_store import Episode, InvalidEpisodeError, MemorySchema, SGAMStore, extract_candidates
+from sgam_store.consolidation import (
+    ConsolidationConfig,
+    ConsolidationResult,
+    consolidate,
+    is_extracted,
+    sweep_candidates,
+)
+from sgam_store.policies import ConflictPolicy
+
+
+class ManagerState(MessagesState, total=False):
+    episode_ids: list[str]  # episodes of this run still to extract
+    memory_report: list[dict[str, Any]]  # per episode: written, held, promoted, rejected
+
+
+# ---------------------------------------------------------------- episodes of messages
+
+
+def episode_id_for(message: BaseMessage, scope: MemoryScope) -> str:
+    """A stable episode id for a user message, so the hot path and the manager share it."""
+    if message.id:
+        return f"msg:{message.id}"
+    digest = hashlib.sha256(
+        f"{scope.tenant_id}\x00{scope.thread_id}\x00{message.text}".encode()
+    ).hexdigest()[:32]
+    return f"msg:{uuid.UUID(digest)}"
+
+
+def episode_for(store: SGAMStore, scope: MemoryScope, message: BaseMessage) -> Episode:
+    """The message's episode: recorded now unless it already is (episodes are immutable)."""
+    episode_id = episode_id_for(message, scope)
+    found = store.get_episode(episode_id, tenant_id=scope.tenant_id)
+    if found is not None:
+        return found
+    try:
+        return store.record_episode(
+            scope.tenant_id,
+            message.text,
+            source_kind="user_message",
+            speaker=scope.user_id,
+            thread_id=scope.thread_id,
+            metadata={"message_id": message.id} if message.id else {},
+            episode_id=episode_id,
+        )
+    except InvalidEpisodeError:  # recorded meanwhile by another run of the same thread
+        found = store.get_episode(episode_id, tenant_id=scope.tenant_id)
+        if found is None:
+            raise
+        return found
+
+
+def user_messages(messages: Sequence[AnyMessage]) -> list[BaseMessage]:
+    return [m for m in messages if m.type == "human" and m.text.strip()]
+
+
+# ---------------------------------------------------------------- the manager's steps
+
+
+def consolidation_config(
+    base: ConsolidationConfig | None, config: RunnableConfig | None, context: Any
+) -> ConsolidationConfig:
+    """The builder's consolidation settings, overridden per run by configuration keys."""
+    cfg = base or ConsolidationConfig()
+
+    def get(name: str, cast: Callable[[Any], Any], default: Any) -> Any:
+        value = setting(name, config, context)
+        return default if value is None else cast(value)
+
+    return ConsolidationConfig(
+        min_confidence=get("min_confidence", float, cfg.min_confidence),
+        recurrence=get("recurrence", int, cfg.recurrence),
+        repeat_memory_types=get("repeat_memory_types", _names, cfg.repeat_memory_types),
+        repeat_attributes=get("repeat_attributes", _names, cfg.repeat_attributes),
+        candidate_ttl=cfg.candidate_ttl,
+    )
+
+
+def _names(value: Any) -> frozenset[str]:
+    """A list of names, or one name, or a comma-separated string of names (env, Studio)."""
+    items = value.split(",") if isinstance(value, str) else value
+    return frozenset(str(v).strip() for v in items if str(v).strip())
+
+
+def pending_episodes(
+    store: SGAMStore, scope: MemoryScope, messages: Sequence[AnyMessage]
+) -> list[Episode]:
+    """Episodes of the user messages that no manager run has extracted yet."""
+    episodes = [episode_for(store, scope, m) for m in user_messages(messages)]
+    unique = {e.episode_id: e for e in episodes}
+    return [e for e in unique.values() if not is_extracted(store, e.episode_id)]
+
+
+def extract_episode(
+    store: SGAMStore,
+    scope: MemoryScope,
+    episode: Episode,
+    model: BaseChatModel,
+    *,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+) -> ConsolidationResult:
+    """One episode: structured-output candidates -> consolidation -> write service."""
+    payloads = extract_candidates(model, store, episode, schema=schema, subjects=[scope.subject])
+    return consolidate(
+        store,
+        payloads,
+        tenant_id=scope.tenant_id,
+        episode_id=episode.episode_id,
+        schema=schema,
+        policy=policy,
+        config=consolidation,
+        extractor=model_label(model),
+    )
+
+
+def report(episode: Episode, result: ConsolidationResult) -> dict[str, Any]:
+    """A JSON-ready summary of what one episode changed (the standalone graph's output)."""
+    return {
+        "episode_id": episode.episode_id,
+        "written": [
+            {
+                "fact_id": f.fact_id,
+                "subject": f.subject,
+                "attribute": f.attribute,
+                "value": f.value,
+                "valid_from": f.valid_from.isoformat(),
+                "supersedes_fact_id": f.supersedes_fact_id,
+            }
+            for f in result.written
+        ],
+        "held": [_candidate(c) for c in result.held],
+        "promoted": [_candidate(c) for c in result.promoted],
+        "rejected": [{"kind": r.kind, "reason": r.reason} for r in result.rejected],
+        "unchanged": len(result.write.unchanged),
+    }
+
+
+def _candidate(c: Any) -> dict[str, Any]:
+    return {
+        "candidate_id": c.candidate_id,
+        "subject": c.subject,
+        "attribute": c.attribute,
+        "value": c.value,
+        "reason": c.reason,
+        "support": c.episode_ids,
+        "promoted_fact_id": c.promoted_fact_id,
+        "promoted_by": c.promoted_by,
+    }
+
+
+def run_manager(
+    store: SGAMStore,
+    scope: MemoryScope,
+    messages: Sequence[AnyMessage],
+    model: BaseChatModel,
+    *,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+) -> list[dict[str, Any]]:
+    """The whole manager for one batch of messages; returns one report per episode."""
+    out = []
+    for episode in pending_episodes(store, scope, messages):
+        result = extract_episode(
+            store,
+            scope,
+            episode,
+            model,
+            schema=schema,
+            policy=policy,
+            consolidation=consolidation,
+        )
+        out.append(report(episode, result))
+    sweep_candidates(store, tenant_id=scope.tenant_id)
+    return out
+
+
+# ---------------------------------------------------------------- as a node, as a graph
+
+
+def memory_manager_node(
+    model: BaseChatModel | None = None,
+    *,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+    report_key: str | None = None,
+) -> Callable[..., dict[str, Any]]:
+    """A node for your own graph: consolidates the state's user messages into memory.
+
+    The graph must be compiled with an SGAMStore and run with tenant_id and user_id in its
+    context or configurable. `model=None` takes the run's memory_model/model setting.
+    Returns `{report_key: [...]}` if `report_key` is given, else no state update.
+    """
+
+    def manage_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)
+        store = require_store(runtime.store)
+        llm = model or chat_model(config, runtime.context, memory=True)
+        cfg = consolidation_config(consolidation, config, runtime.context)
+        out = run_manager(
+            store,
+            scope,
+            state.get("messages", []),
+            llm,
+            schema=schema,
+            policy=policy,
+            consolidation=cfg,
+        )
+        return {report_key: out} if report_key else {}
+
+    return manage_memory
+
+
+def build_memory_manager(
+    model: BaseChatModel | None = None,
+    *,
+    schema: MemorySchema | None = None,
+    policy: ConflictPolicy | None = None,
+    consolidation: ConsolidationConfig | None = None,
+    store: SGAMStore | None = None,
+    checkpointer: Any = None,
+    name: str = "memory_manager",
+) -> Any:
+    """The standalone manager: record_episodes -> extract -> sweep_candidates.
+
+    Input: `{"messages": [...]}` (the conversation, or just new user messages); output
+    `memory_report`. On a server, the store comes from langgraph.json; locally pass
+    `store=` (or run it through `LocalMemoryScheduler`, which supplies it).
+    """
+
+    def record_episodes(
+        state: ManagerState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)  # a missing tenant fails here, first
+        store = require_store(runtime.store)
+        pending = pending_episodes(store, scope, state.get("messages", []))
+        return {"episode_ids": [e.episode_id for e in pending], "memory_report": []}
+
+    def extract(
+        state: ManagerState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)
+        store = require_store(runtime.store)
+        if not state.get("episode_ids"):
+            return {"memory_report": []}
+        llm = model or chat_model(config, runtime.context, memory=True)
+        cfg = consolidation_config(consolidation, config, runtime.context)
+        out = []
+        for episode_id in state["episode_ids"]:
+            episode = store.get_episode(episode_id, tenant_id=scope.tenant_id)
+            if episode is None or is_extracted(store, episode_id):
+                continue  # erased meanwhile, or extracted by an overlapping run
+            result = extract_episode(
+                store, scope, episode, llm, schema=schema, policy=policy, consolidation=cfg
+            )
+            out.append(report(episode, result))
+        return {"memory_report": out}
+
+    def sweep(
+        state: ManagerState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)
+        sweep_candidates(require_store(runtime.store), tenant_id=scope.tenant_id)
+        return {}
+
+    graph = StateGraph(ManagerState, context_schema=MemoryContext)
+    graph.add_node("record_episodes", record_episodes)
+    graph.add_node("extract", extract)
+    graph.add_node("sweep_candidates", sweep)
+    graph.add_edge(START, "record_episodes")
+    graph.add_edge("record_episodes", "extract")
+    graph.add_edge("extract", "sweep_candidates")
+    graph.add_edge("sweep_candidates", END)
+    return graph.compile(store=store, checkpointer=checkpointer, name=name)
+
+
+# langgraph.json: "memory_manager": "./graphs/manager.py:memory_manager"
+memory_manager = build_memory_manager()

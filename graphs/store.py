@@ -1,0 +1,52 @@
+"""The LangGraph server's store: `"store": {"path": "./graphs/store.py:generate_store"}`.
+
+`langgraph dev` / `langgraph up` call `generate_store()` and keep the yielded SGAMStore
+for the server's life: graphs get it as their store, and the Store API (`/store/items`,
+`/store/items/search`, `/store/namespaces`) reads and writes the same SGAM ledger, so a
+PUT is a new fact version with history kept, and a GET shows the current one.
+
+Environment:
+- SGAM_DB_PATH: the SQLite file (default: sgam-memory.db in the project directory);
+- SGAM_EMBEDDING: "local" (default when the `local` extra is installed: bundled
+  all-MiniLM-L6-v2, offline) or "none" (keyword search only, and a faster start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sgam_store import SGAMStore
+from sgam_store.embeddings import default_index
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_DB_PATH = PROJECT_DIR / "sgam-memory.db"
+
+
+def db_path() -> str:
+    return os.environ.get("SGAM_DB_PATH") or str(DEFAULT_DB_PATH)
+
+
+def index_config() -> dict[str, Any] | None:
+    """The local embedding when installed and not switched off, else None (keyword search)."""
+    choice = os.environ.get("SGAM_EMBEDDING", "local").strip().lower()
+    if choice in ("none", "off", "keyword"):
+        return None
+    if choice != "local":
+        raise ValueError(f"SGAM_EMBEDDING must be 'local' or 'none', got {choice!r}")
+    return default_index()
+
+
+@asynccontextmanager
+async def generate_store() -> AsyncIterator[SGAMStore]:
+    """Open the SGAM store for the server; migrations run once here, off the event loop."""
+    store = await asyncio.to_thread(lambda: SGAMStore(db_path(), index=index_config()))
+    try:
+        await asyncio.to_thread(store.setup)
+        yield store
+    finally:
+        store.close()

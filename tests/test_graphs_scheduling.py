@@ -1,0 +1,133 @@
+"""After each agent turn the background manager runs deferred and debounced per thread
+(langmem's ReflectionExecutor, locally), and the end-to-end deadline correction."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs.agent import build_agent
+from graphs.manager import build_memory_manager
+from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, memory_thread_id
+from graphs.scope import MemoryScope
+from graphs.scripted import ScriptedChatModel, extract, say
+from sgam_store import SGAMStore
+
+SCOPE = MemoryScope(tenant_id="acme", user_id="mira", thread_id="t1")
+CONFIG = {"configurable": {"thread_id": "t1", "tenant_id": "acme", "user_id": "mira"}}
+STATED = "My passport deadline is 2026-07-15."
+ASKED = "Thanks. What should I prepare?"
+CORRECTED = "Sorry, I misread: the deadline is now 2026-06-30."
+
+
+def candidate(**fields: Any) -> dict[str, Any]:
+    return {
+        "evidence": "My passport deadline is 2026-07-15.",
+        "subject": "mira",
+        "attribute": "passport_deadline",
+        "current_value": None,
+        "change": "new",
+        "value": "2026-07-15",
+        "valid_from": "2026-06-01T09:00:00Z",
+        **fields,
+    }
+
+
+def turn(agent: Any, text: str) -> dict:
+    return agent.invoke({"messages": [("user", text)]}, CONFIG)
+
+
+def test_deadline_stated_then_corrected_across_three_turns(store: SGAMStore) -> None:
+    chat = ScriptedChatModel(replies=[say("Noted."), say("Photos and a form."), say("Updated.")])
+    extractor = ScriptedChatModel(
+        replies=[
+            extract(candidate()),
+            extract(),  # the question states nothing
+            extract(
+                candidate(
+                    evidence="the deadline is now 2026-06-30",
+                    current_value="2026-07-15",
+                    change="update",
+                    value="2026-06-30",
+                    valid_from="2026-06-03T10:00:00Z",
+                )
+            ),
+        ]
+    )
+    with LocalMemoryScheduler(
+        build_memory_manager(extractor), store, delay_seconds=0.1
+    ) as scheduler:
+        agent = build_agent(chat, scheduler=scheduler, store=store, checkpointer=InMemorySaver())
+        for text in (STATED, ASKED, CORRECTED):
+            turn(agent, text)
+            scheduler.wait(timeout=30)  # the user takes longer than the delay to type
+
+    old, new = store.history("acme", "mira", "passport_deadline")
+    assert store.fact_at("acme", "mira", "passport_deadline").fact_id == new.fact_id
+    assert (old.value, new.value) == ("2026-07-15", "2026-06-30")
+    assert old.valid_to == new.valid_from and new.valid_to is None
+    assert new.supersedes_fact_id == old.fact_id
+    assert (store.who_said(old).content, store.who_said(new).content) == (STATED, CORRECTED)
+    assert store.who_said(new).thread_id == "t1"
+    # The read path saw the background write on the next turn; the extractor saw the
+    # stored value when the correction came.
+    assert "mira.passport_deadline = '2026-07-15'" in chat.system_prompts()[1]
+    assert 'current_value "2026-07-15"' in extractor.prompts[2][-1].content
+
+
+def test_a_burst_of_turns_runs_the_manager_once_over_all_of_them(store: SGAMStore) -> None:
+    chat = ScriptedChatModel(replies=[say("Noted."), say("Sure.")])
+    extractor = ScriptedChatModel(replies=[extract(candidate()), extract()])
+    with LocalMemoryScheduler(
+        build_memory_manager(extractor), store, delay_seconds=1.5
+    ) as scheduler:
+        agent = build_agent(chat, scheduler=scheduler, store=store, checkpointer=InMemorySaver())
+        turn(agent, STATED)
+        turn(agent, ASKED)
+        assert extractor.prompts == []  # deferred: nothing ran during the turns
+        first, second = scheduler.submitted
+        (output,) = scheduler.wait(timeout=30)
+
+    assert first.cancelled() and not second.cancelled()  # debounced: the first was replaced
+    assert [r["episode_id"].startswith("msg:") for r in output["memory_report"]] == [True, True]
+    assert len(extractor.prompts) == 2  # one manager run, one extraction per episode
+    assert store.fact_at("acme", "mira", "passport_deadline").value == "2026-07-15"
+
+
+def test_closing_the_scheduler_runs_what_is_still_waiting(store: SGAMStore) -> None:
+    extractor = ScriptedChatModel(replies=[extract(candidate()), extract()])
+    scheduler = LocalMemoryScheduler(build_memory_manager(extractor), store, delay_seconds=600)
+    started = time.monotonic()
+    first = scheduler.submit([HumanMessage(STATED, id="m1")], SCOPE)
+    time.sleep(0.2)  # the worker now holds the first task while it waits for its time
+    scheduler.submit([HumanMessage(STATED, id="m1"), HumanMessage(ASKED, id="m2")], SCOPE)
+    scheduler.close(timeout=20)  # a debounced task left in langmem's queue must not stop it
+    assert time.monotonic() - started < 10
+    assert first.cancelled() and len(extractor.prompts) == 2
+    assert store.fact_at("acme", "mira", "passport_deadline").value == "2026-07-15"
+
+
+def test_a_server_submission_is_a_delayed_rollback_run_on_a_memory_thread() -> None:
+    scheduler = ServerMemoryScheduler(delay_seconds=30)
+    request = scheduler._request(
+        [HumanMessage(STATED, id="m1"), AIMessage("Noted.")], SCOPE, {"memory_model": "x"}, None
+    )
+    assert request["thread_id"] == memory_thread_id(SCOPE) != "t1"
+    assert uuid.UUID(request["thread_id"]).version == 5
+    assert request["assistant_id"] == "memory_manager"
+    assert (request["multitask_strategy"], request["after_seconds"]) == ("rollback", 30)
+    assert request["if_not_exists"] == "create"
+    assert request["input"] == {"messages": [{"type": "human", "content": STATED, "id": "m1"}]}
+    assert request["context"] == {
+        "memory_model": "x",
+        "tenant_id": "acme",
+        "user_id": "mira",
+        "thread_id": "t1",
+    }
+    with pytest.raises(RuntimeError, match="only inside a LangGraph server"):
+        scheduler.submit([HumanMessage(STATED, id="m1")], SCOPE)

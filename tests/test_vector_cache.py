@@ -1,0 +1,199 @@
+"""The in-process vector cache answers exactly what vec0 answers, and stays coherent.
+
+Coherence cases: this store's own writes (mirrored after COMMIT), another store on the
+same file (another connection: `PRAGMA data_version`), a rolled-back write, erasure.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from sgam_store import MemoryFact, SGAMStore
+from tests.conftest import HashEmbeddings
+
+WORDS = [
+    "passport",
+    "deadline",
+    "visa",
+    "flight",
+    "hotel",
+    "meeting",
+    "invoice",
+    "budget",
+    "garden",
+    "piano",
+]
+
+
+def _index() -> dict:
+    return {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+
+
+def _open(path: str, **kwargs: object) -> SGAMStore:
+    store = SGAMStore(path, index=_index(), retrieval={"mode": "vector"}, **kwargs)
+    store.setup()
+    return store
+
+
+@pytest.fixture
+def pair(db_path: str) -> Iterator[tuple[SGAMStore, SGAMStore]]:
+    """Two stores on one file: two connections, two caches."""
+    a, b = _open(db_path), _open(db_path)
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+def _keys(items: list) -> list[tuple[tuple[str, ...], str]]:
+    return [(tuple(i.namespace), i.key) for i in items]
+
+
+def _fill(store: SGAMStore, n: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    for i in range(n):
+        text = " ".join([*rng.sample(WORDS, 3), f"item{i}"])  # distinct: no score ties
+        store.put((f"t{i % 3}", f"s{i % 7}"), f"k{i}", {"text": text, "n": i % 4})
+
+
+def _by_score(items: list) -> list[tuple[float, list]]:
+    """Results grouped by score (rounded: vec0 and numpy round float32 differently), keys
+    sorted inside a group: the order among equal scores is arbitrary."""
+    groups: dict[float, list] = {}
+    for item in items:
+        groups.setdefault(round(item.score, 5), []).append((tuple(item.namespace), item.key))
+    return [(score, sorted(keys)) for score, keys in groups.items()]
+
+
+def test_cache_matches_vec0(db_path: str) -> None:
+    """Same results and scores as a store searching vec0, with filters and prefixes, and
+    pages that tile the full ranking."""
+    cached = _open(db_path)
+    direct = _open(db_path, vector_cache=False)
+    try:
+        _fill(cached, 120)
+        for query in ("passport visa", "piano garden hotel", "budget"):
+            for prefix, flt in (((), None), (("t1",), None), (("t2", "s3"), None), ((), {"n": 2})):
+                got = cached.search(prefix, query=query, filter=flt, limit=200)
+                want = direct.search(prefix, query=query, filter=flt, limit=200)
+                assert _by_score(got) == _by_score(want)
+                assert [i.score for i in got] == pytest.approx([i.score for i in want], abs=1e-6)
+                pages = [
+                    cached.search(prefix, query=query, filter=flt, limit=7, offset=offset)
+                    for offset in range(0, len(got), 7)
+                ]
+                assert [_keys(p) for p in pages] == [
+                    _keys(got[o : o + 7]) for o in range(0, len(got), 7)
+                ]
+    finally:
+        cached.close()
+        direct.close()
+
+
+def test_own_writes_are_seen_without_rebuild(vstore: SGAMStore) -> None:
+    vstore.put(("acme", "mira"), "note", {"text": "passport deadline"})
+    assert _keys(vstore.search(("acme",), query="passport deadline"))  # builds the cache
+    cache = vstore._cache
+    assert cache is not None
+    blocks = cache.blocks
+    vstore.put(("acme", "mira"), "note", {"text": "piano lessons"})
+    vstore.put(("acme", "joe"), "trip", {"text": "passport deadline"})
+    hits = vstore.search(("acme",), query="passport deadline", limit=5)
+    assert cache.blocks is blocks, "own writes must be mirrored, not trigger a rebuild"
+    assert (hits[0].key, hits[0].value["text"]) == ("trip", "passport deadline")
+    assert all(h.value["text"] != "passport deadline" or h.key == "trip" for h in hits)
+
+
+def test_write_in_one_store_is_seen_by_search_in_the_other(
+    pair: tuple[SGAMStore, SGAMStore],
+) -> None:
+    a, b = pair
+    a.put(("acme", "mira"), "note", {"text": "passport deadline"})
+    assert _keys(b.search(("acme",), query="passport deadline")) == [(("acme", "mira"), "note")]
+    a.put(("acme", "mira"), "note", {"text": "piano lessons"})  # supersedes the old value
+    a.put(("acme", "joe"), "trip", {"text": "passport visa"})
+    hits = b.search(("acme",), query="passport", limit=10)
+    assert {(h.key, h.value["text"]) for h in hits} == {
+        ("note", "piano lessons"),
+        ("trip", "passport visa"),
+    }
+    a.delete(("acme", "joe"), "trip")
+    assert [h.key for h in b.search(("acme",), query="passport visa")] == ["note"]
+    b.put(("acme", "ann"), "hobby", {"text": "garden"})
+    assert "hobby" in [h.key for h in a.search((), query="garden")]
+
+
+def test_two_stores_sharing_one_connection(db_path: str) -> None:
+    """No other connection committed, so data_version is unchanged: the rowid mark catches it."""
+    a = _open(db_path)
+    b = SGAMStore(a.conn, index=_index(), retrieval={"mode": "vector"})
+    try:
+        a.put(("acme", "mira"), "note", {"text": "budget"})
+        assert [h.key for h in b.search(("acme",), query="budget")] == ["note"]
+        a.put(("acme", "joe"), "trip", {"text": "budget invoice"})
+        assert {h.key for h in b.search(("acme",), query="budget invoice")} == {"note", "trip"}
+    finally:
+        a.close()
+
+
+def test_rolled_back_write_leaves_cache_unchanged(vstore: SGAMStore) -> None:
+    vstore.put(("acme", "mira"), "note", {"text": "passport"})
+    vstore.search(("acme",), query="passport")
+
+    def failing(tx: object) -> None:
+        vstore._write_fact(tx, _fact("hotel"), vstore._vectors_for({"text": "hotel"}))  # type: ignore[arg-type]
+        vstore._sync_current(tx)  # type: ignore[arg-type]
+        raise RuntimeError("abort")
+
+    with pytest.raises(RuntimeError):
+        vstore._writer.run(failing)
+    assert [h.key for h in vstore.search(("acme",), query="hotel")] == ["note"]
+
+
+def test_erasure_then_new_facts(vstore: SGAMStore) -> None:
+    """Purged facts leave the results, and a reused fact id carries only its new vector."""
+    vstore.put(("acme", "mira"), "a", {"text": "passport"})
+    vstore.put(("acme", "mira"), "b", {"text": "garden"})
+    vstore.search(("acme",), query="passport")
+    vstore.purge("acme", "mira", "b")
+    vstore.put(("acme", "mira"), "c", {"text": "piano"})
+    hits = vstore.search(("acme",), query="piano", limit=5)
+    assert (hits[0].key, hits[0].value["text"]) == ("c", "piano")
+    assert {h.key for h in hits} == {"a", "c"}
+
+
+def test_cache_off_searches_vec0(db_path: str) -> None:
+    store = _open(db_path, vector_cache=False)
+    try:
+        store.put(("acme", "mira"), "note", {"text": "passport"})
+        assert [h.key for h in store.search(("acme",), query="passport")] == ["note"]
+        assert store._cache is None
+    finally:
+        store.close()
+
+
+def test_as_of_search_uses_vec0_history(vstore: SGAMStore) -> None:
+    vstore.put(("acme", "mira"), "note", {"text": "passport deadline"})
+    before = vstore.fact_at("acme", "mira", "note")
+    assert before is not None
+    vstore.search(("acme",), query="passport")
+    vstore.put(("acme", "mira"), "note", {"text": "piano lessons"})
+    view = vstore.as_of(before.recorded_at)
+    assert [h.value["text"] for h in view.search(("acme",), query="passport")] == [
+        "passport deadline"
+    ]
+
+
+def _fact(text: str) -> MemoryFact:
+    return MemoryFact(
+        tenant_id="acme",
+        subject="zed",
+        attribute="hotel",
+        value={"text": text},
+        valid_from="2026-06-01T00:00:00Z",
+        source_episode_id="external:test",
+    )

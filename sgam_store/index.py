@@ -7,6 +7,7 @@ fact never re-embeds it: only the vec0 `is_current` flag changes.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,8 @@ class IndexSpec:
             raise DimensionMismatchError(
                 f"embedding has {len(vector)} dims; the index is configured for {self.dims}"
             )
+        if not all(math.isfinite(x) for x in vector):
+            raise InvalidFactError("the embedding contains NaN or infinity; nothing was stored")
         return sqlite_vec.serialize_float32(vector)
 
 

@@ -431,7 +431,8 @@ class Writer:
             except Exception as exc:
                 if not is_busy(exc):
                     raise
-                time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
+                if attempt + 1 < self.max_attempts:  # no pointless sleep before giving up
+                    time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
         raise StoreBusyError(f"database stayed locked after {self.max_attempts} attempts")
 
     @contextmanager

@@ -203,7 +203,8 @@ def migrate(conn: Any) -> int:
             conn.execute(f"PRAGMA user_version = {version + 1}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+            conn.execute("ROLLBACK")
         raise
     return found
 
@@ -234,5 +235,6 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+            conn.execute("ROLLBACK")
         raise

@@ -84,6 +84,8 @@ class Scope:
 
 def json_path(key: str) -> str:
     """`a.b-c` -> `$."a"."b-c"`, after refusing unsafe segments."""
+    if not isinstance(key, str):
+        raise InvalidFilterError(f"Invalid filter key {key!r}: keys are strings")
     segments = key.split(".")
     if not key or not all(_FILTER_SEGMENT.match(s) for s in segments):
         raise InvalidFilterError(f"Invalid filter key {key!r}: use letters, digits, _ - : @")

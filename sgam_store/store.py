@@ -690,16 +690,25 @@ def _validate(op: Op) -> None:
     """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch."""
     if isinstance(op, GetOp | PutOp):
         namespaces.check_item_namespace(op.namespace)
+        if not isinstance(op.key, str) or not op.key or "\x00" in op.key:
+            raise InvalidFactError(f"key must be a non-empty string without NUL, got {op.key!r}")
         if isinstance(op, PutOp):
             _check_put(op)
     elif isinstance(op, SearchOp):
         namespaces.check_labels(op.namespace_prefix)
         search.check_filter(op.filter)
+        _check_page(op.limit, op.offset)
     elif isinstance(op, ListNamespacesOp):
+        _check_page(op.limit, op.offset)
         for condition in op.match_conditions or ():
             namespaces.check_labels(condition.path, allow_wildcard=True)
     else:
         raise TypeError(f"unknown op {type(op).__name__}")
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if limit < 0 or offset < 0:
+        raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
 
 
 def _check_put(op: PutOp) -> None:

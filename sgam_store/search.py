@@ -391,19 +391,36 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys([w for w in words if w not in STOPWORDS] or words))
 
 
-def drop_common_terms(conn: Any, terms: list[str]) -> list[str]:
+class TermStats:
+    """Document frequencies of query terms, cached per store.
+
+    fts5vocab counts a term's rows by walking its whole posting list (milliseconds for a
+    common term), so counts are remembered and forgotten when the keyword index has
+    grown by a tenth since they were taken: they only decide which terms to drop.
+    """
+
+    def __init__(self) -> None:
+        self.rows_at_fill = 0
+        self.frequency: dict[str, int] = {}
+
+    def common(self, conn: Any, terms: list[str]) -> set[str]:
+        rows = conn.execute("SELECT max(rowid) FROM fact_fts").fetchone()[0] or 0
+        if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
+            self.frequency, self.rows_at_fill = {}, rows
+        ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
+        for term in terms:
+            if term not in self.frequency:
+                row = conn.execute(
+                    "SELECT doc FROM fact_fts_vocab WHERE term = ?", (term,)
+                ).fetchone()
+                self.frequency[term] = row[0] if row else 0
+        return {t for t in terms if self.frequency[t] > ceiling}
+
+
+def drop_common_terms(conn: Any, terms: list[str], stats: TermStats) -> list[str]:
     """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
-    if not terms:
-        return terms
-    rows = conn.execute("SELECT max(rowid) FROM fact_fts").fetchone()[0] or 0
-    ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
-    frequency = dict(
-        conn.execute(
-            "SELECT term, doc FROM fact_fts_vocab WHERE term IN (SELECT value FROM json_each(?))",
-            (json.dumps(terms),),
-        ).fetchall()
-    )
-    return [t for t in terms if frequency.get(t, 0) <= ceiling]
+    common = stats.common(conn, terms) if terms else set()
+    return [t for t in terms if t not in common]
 
 
 def fts_query(terms: list[str], tenant: str | None = None) -> str | None:
@@ -422,7 +439,7 @@ def keyword_ranking(
     query: str,
     want: int,
     *,
-    prune: bool = False,
+    prune: TermStats | None = None,
     known: dict[int, Any] | None = None,
 ) -> list[tuple[int, float, Any]]:
     """(fact_id, score, row) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better.
@@ -434,7 +451,9 @@ def keyword_ranking(
     are not read again.
     """
     terms = query_terms(query)
-    match = fts_query(drop_common_terms(conn, terms) if prune else terms, tenant_of(scope, op))
+    if prune is not None:
+        terms = drop_common_terms(conn, terms, prune)
+    match = fts_query(terms, tenant_of(scope, op))
     if match is None:
         return []
     where, params = _base_where(scope, op)

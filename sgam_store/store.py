@@ -107,6 +107,7 @@ class SGAMStore(BaseStore):
         "_owns_conn",
         "_ready",
         "_spec",
+        "_terms",
         "_writer",
         "conn",
         "default_source",
@@ -143,6 +144,7 @@ class SGAMStore(BaseStore):
             if isinstance(retrieval, search.RetrievalConfig)
             else search.RetrievalConfig(**(retrieval or {}))
         )
+        self._terms = search.TermStats()
         self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
         self._lock = threading.RLock()
         self._writer = ledger.Writer(self.conn, self._lock, on_commit=self._committed)
@@ -430,7 +432,7 @@ class SGAMStore(BaseStore):
             return vector
         seen = {fid: row for fid, _, row in vector}
         keyword = search.keyword_ranking(
-            self.conn, scope, op, op.query, depth, prune=True, known=seen
+            self.conn, scope, op, op.query, depth, prune=self._terms, known=seen
         )
         # Rank every candidate on both signals: keyword hits outside the KNN depth get their
         # exact cosine, so the vector ranking covers the whole candidate union.

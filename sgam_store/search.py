@@ -27,7 +27,7 @@ OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _FILTER_SEGMENT = re.compile(r"^[\w\-:@ ]+$")
 KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
-Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row), best first
+Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
 
 
 @dataclass(frozen=True)
@@ -215,25 +215,41 @@ def listing(conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
     return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
 
 
-def _rows_for_facts(
+def _visible(
     conn: Any,
     scope: Scope,
     op: SearchOp,
     fact_ids: list[int],
     where: str | None = None,
     params: list[Any] | None = None,
-) -> dict[int, Any]:
-    """Visible rows (scope, prefix, filters) of the given facts, by fact_id."""
+) -> dict[int, int]:
+    """fact_id -> row_id of its version the scope, prefix and filters admit.
+
+    Rankings carry row ids, not rows: only the page that is returned is read in full
+    (`rows_by_id`), so candidates that do not make the page cost two integers each.
+    """
     if not fact_ids:
         return {}
     if where is None:
         where, params = _base_where(scope, op)
+    return dict(
+        conn.execute(
+            f"SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id IN "
+            f"(SELECT value FROM json_each(?)) AND {where}",
+            (json.dumps(fact_ids), *(params or [])),
+        ).fetchall()
+    )
+
+
+def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, Any]:
+    """Full rows of the given versions, by row_id (a ranked page's, read last)."""
+    if not row_ids:
+        return {}
     rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE f.fact_id IN "
-        f"(SELECT value FROM json_each(?)) AND {where}",
-        (json.dumps(fact_ids), *(params or [])),
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.row_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(row_ids),),
     ).fetchall()
-    return {r[1]: r for r in rows}
+    return {r[0]: r for r in rows}
 
 
 def vector_ranking(
@@ -244,7 +260,7 @@ def vector_ranking(
     want: int,
     cache: VectorCache | None = None,
 ) -> list[tuple[int, float, Any]]:
-    """(fact_id, similarity, row) best first, at least `want` long when that many match.
+    """(fact_id, similarity, row_id) best first, at least `want` long when that many match.
 
     KNN (the cache's or vec0's) is exact within its k; filters run after it, so k grows
     until enough facts survive them or the candidates are exhausted. `cache` mirrors the
@@ -304,7 +320,7 @@ def _rank_facts(conn: Any, scope: Scope, op: SearchOp, hits: list[tuple[int, flo
     for fact_id, sim in hits:
         if sim > best.get(fact_id, -math.inf):
             best[fact_id] = sim
-    rows = _rows_for_facts(conn, scope, op, list(best))
+    rows = _visible(conn, scope, op, list(best))
     out = [(fid, best[fid], rows[fid]) for fid in best if fid in rows]
     out.sort(key=lambda t: -t[1])
     return out
@@ -313,13 +329,13 @@ def _rank_facts(conn: Any, scope: Scope, op: SearchOp, hits: list[tuple[int, flo
 def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> list:
     where, params = _base_where(scope, op)
     rows = conn.execute(
-        f"SELECT {F_COLUMNS}, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
+        "SELECT f.fact_id, f.row_id, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
         "FROM facts f JOIN vector_rows vr ON vr.fact_id = f.fact_id "
         f"JOIN fact_vectors v ON v.rowid = vr.vec_rowid WHERE {where} "
         "GROUP BY f.row_id ORDER BY d",
         (query_vec, *params),
     ).fetchall()
-    return [(r[1], 1.0 - r[-1], r[:-1]) for r in rows]
+    return [(fid, 1.0 - d, row_id) for fid, row_id, d in rows]
 
 
 # Words too common to say anything about which fact a question needs.
@@ -442,13 +458,13 @@ def keyword_ranking(
     prune: TermStats | None = None,
     known: dict[int, Any] | None = None,
 ) -> list[tuple[int, float, Any]]:
-    """(fact_id, score, row) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better.
+    """(fact_id, score, row_id) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better.
 
     FTS5 ranks alone first (bounded), then the candidates meet the visibility and filter
     conditions; the bound grows until enough survive or the matches run out. `prune`
     drops very common terms (hybrid search, where vectors carry the semantics); `known`
-    holds rows already read under the same scope and filters (the vector side's), which
-    are not read again.
+    maps facts already checked under the same scope and filters (the vector side's) to
+    their row ids, which are not checked again.
     """
     terms = query_terms(query)
     if prune is not None:
@@ -467,7 +483,7 @@ def keyword_ranking(
         ).fetchall()
         unread = [fid for fid, _ in hits if fid not in known]
         rows = {fid: known[fid] for fid, _ in hits if fid in known}
-        rows.update(_rows_for_facts(conn, scope, op, unread, where, params))
+        rows.update(_visible(conn, scope, op, unread, where, params))
         ranked = [(fid, -b / (1.0 - b), rows[fid]) for fid, b in hits if fid in rows]
         if len(ranked) >= want or len(hits) < limit:
             return ranked[:want]

@@ -412,7 +412,8 @@ class SGAMStore(BaseStore):
         if floor is not None:
             ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
         page = ranked[op.offset : op.offset + op.limit]
-        return [search.to_item(row, score=score, search=True) for _, score, row in page]
+        rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in page])
+        return [search.to_item(rows[row_id], score=score, search=True) for _, score, row_id in page]
 
     def _rank(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> search.Ranked:
         """Order by the configured retrieval mode; score is the cosine similarity when
@@ -458,7 +459,8 @@ class SGAMStore(BaseStore):
         vec = self._embed_queries([op]).get(0)
         with self._lock:
             ranked = self._rank(scope, op, vec)[:limit]
-        return [ledger.row_to_fact(row) for _, _, row in ranked]
+            rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in ranked])
+        return [ledger.row_to_fact(rows[row_id]) for _, _, row_id in ranked]
 
     def recall(self, tenant_id: str, question: str | None = None, **kwargs: Any) -> Any:
         """The read path: cited context for the model (see `sgam_store.recall.recall`)."""

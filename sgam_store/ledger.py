@@ -178,6 +178,12 @@ def _retire_and_reclose(tx: Tx, row: tuple, new_valid_to: str | None) -> None:
     tx.cur.execute(_INSERT, copy)
 
 
+def close_row(tx: Tx, row: tuple, instant: str) -> None:
+    """End a believed open version at `instant`: closed there (history kept) if it had
+    started by then, withdrawn from belief if it had not (it never held)."""
+    _retire_and_reclose(tx, row, instant if row[10] < instant else None)
+
+
 def _find_containing(tx: Tx, ns: str, attribute: str, instant: str) -> tuple | None:
     """The believed version whose interval contains `instant` (at most one exists)."""
     tail = tx.tails.get((ns, attribute))
@@ -348,7 +354,7 @@ def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | 
     if row is None:
         return None
     when = at or tx.now
-    _retire_and_reclose(tx, row, when if row[10] < when else None)
+    close_row(tx, row, when)
     return row[1]
 
 
@@ -533,5 +539,5 @@ def close_expired(tx: Tx) -> int:
     ).fetchall()
     for row in rows:
         expires = row[20]
-        _retire_and_reclose(tx, row, expires if row[10] < expires else None)
+        close_row(tx, row, expires)
     return len(rows)

@@ -129,7 +129,7 @@ def _expire_facts(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> lis
     ).fetchall()
     for row in rows:
         deadline = clock.shift(row[12], after)  # recorded_at + after
-        ledger._retire_and_reclose(tx, row, deadline if row[10] < deadline else None)
+        ledger.close_row(tx, row, deadline)
     return [row[1] for row in rows]
 
 

@@ -23,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import erasure, ledger
-from .index import write_keyword, write_vectors
+from .index import KEYWORD_ROWIDS, flush_keywords, write_vectors
 from .models import MemoryFact
 from .schema_migration import REGISTRY, TransformRegistry, is_scalar
 
@@ -117,14 +117,15 @@ def _reindex(
 ) -> bool:
     """Rebuild the fact's keyword row (if it had one) and vectors (if re-embedded)."""
     fact_id, row = plan.row[_AT["fact_id"]], plan.row
-    had_keyword = tx.cur.execute("DELETE FROM fact_fts WHERE rowid = ?", (fact_id,)).rowcount
+    had_keyword = tx.cur.execute(
+        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (json.dumps([fact_id]),)
+    ).rowcount
     if had_keyword:
         key = MemoryFact.model_construct(
             subject=row[_AT["subject"]], attribute=row[_AT["attribute"]]
         )
-        write_keyword(
-            tx.cur, fact_id, row[_AT["tenant_id"]], store._keyword_body(key, plan.value, None)
-        )
+        body = store._keyword_body(key, plan.value, None)
+        flush_keywords(tx.cur, [(fact_id, row[_AT["tenant_id"]], body)])
     if vectors is not None:
         erasure.delete_vectors(tx.cur, [fact_id])
         is_open = row[_AT["valid_to"]] is None

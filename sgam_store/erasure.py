@@ -3,7 +3,8 @@
 Erasure is not expiry. Expiry (`delete`, TTL, `expire_after`) closes a fact's validity
 and keeps its history; erasure deletes every version of the fact, its vectors
 (`vector_rows` + `fact_vectors`), its keyword row (`fact_fts`), its source links and
-backfill audit rows, and the episode text. Afterwards no read (`get`, `search`,
+backfill audit rows, and the episode text (a whole-tenant purge also drops the tenant's
+keyword slot in `tenants`). Afterwards no read (`get`, `search`,
 `history`, `fact_at`, `as_of`, `known_at`) can return it. It is the one operation that
 rewrites the past, so it is explicit and reports exactly what it removed.
 
@@ -44,6 +45,7 @@ from typing import Any
 from . import namespaces
 from .connection import is_busy
 from .errors import InvalidFactError, StoreBusyError
+from .index import KEYWORD_ROWIDS
 from .ledger import Writer
 
 TABLES = (
@@ -55,6 +57,7 @@ TABLES = (
     "backfill_log",
     "episodes",
     "ended_sessions",
+    "tenants",
 )
 
 
@@ -150,7 +153,9 @@ def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> Purg
     deleted = report.deleted
     deleted["vector_rows"], deleted["fact_vectors"] = delete_vectors(cur, facts)
     in_json = "IN (SELECT value FROM json_each(?))"
-    deleted["fact_fts"] = cur.execute(f"DELETE FROM fact_fts WHERE rowid {in_json}", (f,)).rowcount
+    deleted["fact_fts"] = cur.execute(
+        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (f,)
+    ).rowcount
     deleted["facts"] = cur.execute(f"DELETE FROM facts WHERE fact_id {in_json}", (f,)).rowcount
     report.cleared_supersedes = cur.execute(
         f"UPDATE facts SET supersedes_fact_id = NULL WHERE supersedes_fact_id {in_json}", (f,)
@@ -182,6 +187,10 @@ def purge(
     if whole:
         report.deleted["ended_sessions"] = cur.execute(
             "DELETE FROM ended_sessions WHERE tenant_id = ?", (tenant_id,)
+        ).rowcount
+        # The tenant id itself may be personal data; its keyword slot goes with it.
+        report.deleted["tenants"] = cur.execute(
+            "DELETE FROM tenants WHERE tenant_id = ?", (tenant_id,)
         ).rowcount
     return report
 

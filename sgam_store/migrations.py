@@ -176,7 +176,24 @@ V1 = [
     ) WITHOUT ROWID""",
 ]
 
-MIGRATIONS: list[list[str]] = [V1]
+# V2: keyword rows numbered tenant first (see index.FACT_BITS), so a tenant-scoped
+# keyword search reads one rowid range; the tenant token column goes.
+V2 = [
+    "CREATE TABLE tenants (slot INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL UNIQUE)",
+    "INSERT INTO tenants (tenant_id) SELECT DISTINCT tenant_id FROM facts ORDER BY tenant_id",
+    """CREATE VIRTUAL TABLE fact_keywords USING fts5(
+        body, tokenize = 'unicode61 remove_diacritics 2'
+    )""",
+    """INSERT INTO fact_keywords (rowid, body)
+       SELECT (t.slot << 40) | k.rowid, k.body FROM fact_fts k  -- 40 = index.FACT_BITS
+       JOIN tenants t ON k.scope = 't' || lower(hex(t.tenant_id))""",
+    "DROP TABLE fact_fts_vocab",
+    "DROP TABLE fact_fts",
+    "ALTER TABLE fact_keywords RENAME TO fact_fts",
+    "CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')",
+]
+
+MIGRATIONS: list[list[str]] = [V1, V2]
 LATEST = len(MIGRATIONS)
 
 

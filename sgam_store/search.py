@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,8 +19,8 @@ from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
 from . import clock, ledger, namespaces, schema_migration
 from .errors import InvalidFilterError
-from .index import tenant_token
-from .vector_cache import VectorCache
+from .index import FACT_MASK, slot_range, tenant_slot
+from .vector_cache import Scan
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 # Filter keys are dotted paths; segments may hold letters, digits, '_', '-', ':', '@', ' '.
@@ -28,6 +29,9 @@ _FILTER_SEGMENT = re.compile(r"^[\w\-:@ ]+$")
 KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
+Hits = list[tuple[int, float]]  # (fact_id, score), best first, before the scope check
+Batch = tuple[Hits, bool]  # n hits, and whether the ranking has no more
+Fetch = Callable[[int], Batch]  # the ranking's n best hits
 
 
 @dataclass(frozen=True)
@@ -215,30 +219,58 @@ def listing(conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
     return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
 
 
-def _visible(
-    conn: Any,
-    scope: Scope,
-    op: SearchOp,
-    fact_ids: list[int],
-    where: str | None = None,
-    params: list[Any] | None = None,
-) -> dict[int, int]:
-    """fact_id -> row_id of its version the scope, prefix and filters admit.
+class Candidates:
+    """Candidate facts checked against the scope, prefix and filters, each at most once.
 
     Rankings carry row ids, not rows: only the page that is returned is read in full
     (`rows_by_id`), so candidates that do not make the page cost two integers each.
+    A hybrid search checks both rankings' candidates here in one query.
     """
-    if not fact_ids:
-        return {}
-    if where is None:
-        where, params = _base_where(scope, op)
-    return dict(
-        conn.execute(
-            f"SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id IN "
-            f"(SELECT value FROM json_each(?)) AND {where}",
-            (json.dumps(fact_ids), *(params or [])),
-        ).fetchall()
-    )
+
+    def __init__(self, conn: Any, scope: Scope, op: SearchOp) -> None:
+        self.conn = conn
+        self.where, self.params = _base_where(scope, op)
+        self.rows: dict[int, int | None] = {}  # fact_id -> visible version's row_id
+
+    def check(self, fact_ids: Iterable[int]) -> None:
+        unknown = [fid for fid in dict.fromkeys(fact_ids) if fid not in self.rows]
+        if not unknown:
+            return
+        found = dict(
+            self.conn.execute(
+                f"SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id IN "
+                f"(SELECT value FROM json_each(?)) AND {self.where}",
+                (json.dumps(unknown), *self.params),
+            ).fetchall()
+        )
+        self.rows.update({fid: found.get(fid) for fid in unknown})
+
+    def admit(self, hits: Hits) -> Ranked:
+        """The admitted facts of `hits` (best first), each once, at its best score."""
+        self.check(fid for fid, _ in hits)
+        ranked: Ranked = []
+        taken: set[int] = set()
+        for fid, score in hits:
+            row = self.rows[fid]
+            if row is not None and fid not in taken:
+                taken.add(fid)
+                ranked.append((fid, score, row))
+        return ranked
+
+
+def deepen(fetch: Fetch, n: int, want: int, seen: Candidates, first: Batch | None = None) -> Ranked:
+    """Rank `n` hits, then 4x as many, until `want` are admitted or the hits run out.
+
+    Each ranking is exact within its n; filters run after it, so n grows instead of
+    guessing. `first` is the n-hit batch when the caller already fetched it.
+    """
+    hits, exhausted = first if first is not None else fetch(n)
+    while True:
+        ranked = seen.admit(hits)
+        if len(ranked) >= want or exhausted:
+            return ranked
+        n *= 4
+        hits, exhausted = fetch(n)
 
 
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, Any]:
@@ -252,55 +284,54 @@ def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, Any]:
     return {r[0]: r for r in rows}
 
 
+def vector_depth(want: int) -> int:
+    return max(64, want * 4)
+
+
+def cached_vectors(scan: Scan) -> Fetch:
+    """Hits from the in-process cache's scan: no k ceiling, so no scan fallback."""
+    return lambda n: (scan.top(n), n >= scan.count)
+
+
 def vector_ranking(
     conn: Any,
     scope: Scope,
     op: SearchOp,
     query_vec: bytes,
     want: int,
-    cache: VectorCache | None = None,
-) -> list[tuple[int, float, Any]]:
-    """(fact_id, similarity, row_id) best first, at least `want` long when that many match.
+    seen: Candidates,
+    scan: Scan | None = None,
+    first: Batch | None = None,
+) -> Ranked:
+    """(fact_id, similarity, row_id) best first: from the cache's `scan` when given,
+    else from vec0 KNN (point-in-time searches), which past sqlite-vec's k ceiling
+    falls back to an exact scan."""
+    if scan is not None:
+        return deepen(cached_vectors(scan), vector_depth(want), want, seen, first)
+    capped = False
 
-    KNN (the cache's or vec0's) is exact within its k; filters run after it, so k grows
-    until enough facts survive them or the candidates are exhausted. `cache` mirrors the
-    current vectors: pass it only for a current scope.
-    """
-    if cache is not None and cache.usable(query_vec):
-        return _cached_ranking(conn, cache, scope, op, query_vec, want)
-    tenant = tenant_of(scope, op)
-    k = min(KNN_MAX_K, max(64, want * 4))
-    while True:
+    def knn(n: int) -> Batch:
+        nonlocal capped
+        k = min(KNN_MAX_K, n)
         sql = "SELECT rowid, distance FROM fact_vectors WHERE embedding MATCH ? AND k = ?"
         params: list[Any] = [query_vec, k]
+        tenant = tenant_of(scope, op)
         if tenant is not None:
             sql, params = sql + " AND tenant_id = ?", [*params, tenant]
         if scope.current:
             sql += " AND is_current = 1"
-        knn = conn.execute(sql, params).fetchall()
-        ranked = _rank(conn, scope, op, knn)
-        if len(ranked) >= want or len(knn) < k:
-            return ranked
-        if k == KNN_MAX_K:
-            return _exact_scan(conn, scope, op, query_vec)
-        k = min(KNN_MAX_K, k * 4)
+        found = conn.execute(sql, params).fetchall()
+        capped = k == KNN_MAX_K and len(found) == k
+        return _owners(conn, found), len(found) < k or capped
+
+    ranked = deepen(knn, vector_depth(want), want, seen)
+    if len(ranked) < want and capped:
+        return _exact_scan(conn, scope, op, query_vec)
+    return ranked
 
 
-def _cached_ranking(
-    conn: Any, cache: VectorCache, scope: Scope, op: SearchOp, query_vec: bytes, want: int
-) -> list[tuple[int, float, Any]]:
-    """`vector_ranking` over the in-process cache: no k ceiling, so no scan fallback."""
-    tenant = tenant_of(scope, op)
-    total = cache.count(tenant)
-    k = max(64, want * 4)
-    while True:
-        ranked = _rank_facts(conn, scope, op, cache.top(query_vec, tenant, k))
-        if len(ranked) >= want or k >= total:
-            return ranked
-        k *= 4
-
-
-def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -> list:
+def _owners(conn: Any, knn: list[tuple[int, float]]) -> Hits:
+    """vec0 (rowid, distance) -> (fact_id, similarity), best first."""
     if not knn:
         return []
     distance = dict(knn)
@@ -309,24 +340,11 @@ def _rank(conn: Any, scope: Scope, op: SearchOp, knn: list[tuple[int, float]]) -
         "(SELECT value FROM json_each(?))",
         (json.dumps(list(distance)),),
     ).fetchall()
-    return _rank_facts(conn, scope, op, [(fid, 1.0 - distance[rid]) for rid, fid in owners])
+    hits = [(fid, 1.0 - distance[rid]) for rid, fid in owners]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))
 
 
-def _rank_facts(conn: Any, scope: Scope, op: SearchOp, hits: list[tuple[int, float]]) -> list:
-    """Best field similarity per fact, joined with the facts the scope and filter admit."""
-    if not hits:
-        return []
-    best: dict[int, float] = {}
-    for fact_id, sim in hits:
-        if sim > best.get(fact_id, -math.inf):
-            best[fact_id] = sim
-    rows = _visible(conn, scope, op, list(best))
-    out = [(fid, best[fid], rows[fid]) for fid in best if fid in rows]
-    out.sort(key=lambda t: -t[1])
-    return out
-
-
-def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> list:
+def _exact_scan(conn: Any, scope: Scope, op: SearchOp, query_vec: bytes) -> Ranked:
     where, params = _base_where(scope, op)
     rows = conn.execute(
         "SELECT f.fact_id, f.row_id, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
@@ -420,7 +438,9 @@ class TermStats:
         self.frequency: dict[str, int] = {}
 
     def common(self, conn: Any, terms: list[str]) -> set[str]:
-        rows = conn.execute("SELECT max(rowid) FROM fact_fts").fetchone()[0] or 0
+        # The highest row id counts every version ever written: an upper bound on keyword
+        # rows (one per fact) that costs one index seek.
+        rows = conn.execute("SELECT max(row_id) FROM facts").fetchone()[0] or 0
         if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
             self.frequency, self.rows_at_fill = {}, rows
         ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
@@ -439,55 +459,89 @@ def drop_common_terms(conn: Any, terms: list[str], stats: TermStats) -> list[str
     return [t for t in terms if t not in common]
 
 
-def fts_query(terms: list[str], tenant: str | None = None) -> str | None:
-    """A safe FTS5 MATCH string: terms quoted and OR-ed, scoped to the tenant's token."""
+def fts_query(terms: list[str]) -> str | None:
+    """A safe FTS5 MATCH string: terms quoted and OR-ed."""
     if not terms:
         return None
-    body = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    match = f"body : ({body})"
-    return f'scope : "{tenant_token(tenant)}" AND {match}' if tenant is not None else match
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def keyword_ranking(
+@dataclass(frozen=True)
+class KeywordQuery:
+    """An FTS5 MATCH and the rowid range of the tenant it is confined to (if any)."""
+
+    match: str
+    rowids: tuple[int, int] | None = None
+
+
+def keyword_match(
+    conn: Any, scope: Scope, op: SearchOp, prune: TermStats | None
+) -> KeywordQuery | None:
+    """The keyword query for `op.query` in scope; `prune` drops very common terms (hybrid
+    search, where vectors carry the semantics). None when nothing can match."""
+    terms = query_terms(op.query or "")
+    if prune is not None:
+        terms = drop_common_terms(conn, terms, prune)
+    match = fts_query(terms)
+    tenant = tenant_of(scope, op)
+    if match is None or tenant is None:
+        return KeywordQuery(match) if match else None
+    slot = tenant_slot(conn, tenant)
+    return KeywordQuery(match, slot_range(slot)) if slot is not None else None
+
+
+def keyword_depth(want: int) -> int:
+    return max(32, want * 2)
+
+
+def bm25_hits(conn: Any, query: KeywordQuery) -> Fetch:
+    """Hits by BM25, FTS5 ranking alone; score = -bm25 / (1 - bm25) in [0, 1), higher
+    is better."""
+    sql = "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
+    if query.rowids is not None:
+        sql += " AND rowid BETWEEN ? AND ?"
+    sql += " ORDER BY b LIMIT ?"
+    params = [query.match, *(query.rowids or ())]
+
+    def fetch(n: int) -> Batch:
+        found = conn.execute(sql, (*params, n)).fetchall()
+        return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found], len(found) < n
+
+    return fetch
+
+
+def keyword_ranking(conn: Any, scope: Scope, op: SearchOp, want: int, seen: Candidates) -> Ranked:
+    """(fact_id, score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
+    match = keyword_match(conn, scope, op, None)
+    if match is None:
+        return []
+    return deepen(bm25_hits(conn, match), keyword_depth(want), want, seen)[:want]
+
+
+def hybrid_rankings(
     conn: Any,
     scope: Scope,
     op: SearchOp,
-    query: str,
+    query_vec: bytes,
     want: int,
-    *,
-    prune: TermStats | None = None,
-    known: dict[int, Any] | None = None,
-) -> list[tuple[int, float, Any]]:
-    """(fact_id, score, row_id) by BM25; score = -bm25 / (1 - bm25) in [0, 1), higher is better.
+    seen: Candidates,
+    scan: Callable[[], Scan | None],
+    keywords: KeywordQuery | None,
+) -> tuple[Ranked, Ranked]:
+    """(vector ranking, keyword ranking), each `want` deep when that many match.
 
-    FTS5 ranks alone first (bounded), then the candidates meet the visibility and filter
-    conditions; the bound grows until enough survive or the matches run out. `prune`
-    drops very common terms (hybrid search, where vectors carry the semantics); `known`
-    maps facts already checked under the same scope and filters (the vector side's) to
-    their row ids, which are not checked again.
+    `scan()` waits for the cache's similarity scan, which may be running in another
+    thread while FTS5 runs here (None: use vec0). The first batch of both sides is
+    checked against the scope in one query.
     """
-    terms = query_terms(query)
-    if prune is not None:
-        terms = drop_common_terms(conn, terms, prune)
-    match = fts_query(terms, tenant_of(scope, op))
-    if match is None:
-        return []
-    where, params = _base_where(scope, op)
-    known = known or {}
-    limit = max(32, want * 2)
-    while True:
-        hits = conn.execute(
-            "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ? "
-            "ORDER BY b LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        unread = [fid for fid, _ in hits if fid not in known]
-        rows = {fid: known[fid] for fid, _ in hits if fid in known}
-        rows.update(_visible(conn, scope, op, unread, where, params))
-        ranked = [(fid, -b / (1.0 - b), rows[fid]) for fid, b in hits if fid in rows]
-        if len(ranked) >= want or len(hits) < limit:
-            return ranked[:want]
-        limit *= 4
+    keyword_fetch: Fetch = bm25_hits(conn, keywords) if keywords else lambda n: ([], True)
+    kw_first = keyword_fetch(keyword_depth(want))
+    cached = scan()
+    vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
+    seen.check(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
+    vector = vector_ranking(conn, scope, op, query_vec, want, seen, cached, vec_first)
+    keyword = deepen(keyword_fetch, keyword_depth(want), want, seen, kw_first)[:want]
+    return vector, keyword
 
 
 def _tie_ranks(ranked: Ranked) -> dict[int, int]:
@@ -544,13 +598,13 @@ def fuse_relative(weighted: list[tuple[float, Ranked]]) -> list[tuple[int, float
 
 
 def cosine_for(
-    conn: Any, fact_ids: list[int], query_vec: bytes, cache: VectorCache | None = None
+    conn: Any, fact_ids: list[int], query_vec: bytes, scan: Scan | None = None
 ) -> dict[int, float]:
     """Exact best-field cosine similarity for facts found by keywords only."""
     if not fact_ids:
         return {}
-    if cache is not None and cache.usable(query_vec):
-        return cache.similarity(query_vec, fact_ids)
+    if scan is not None:
+        return scan.similarity(fact_ids)
     rows = conn.execute(
         "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
         "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,7 +52,7 @@ from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
 from .retention import RetentionReport
 from .search import Scope
 from .stats import collect_stats
-from .vector_cache import VectorCache
+from .vector_cache import Scan, VectorCache
 
 if TYPE_CHECKING:
     from .candidates import MemoryUpdate
@@ -59,6 +61,9 @@ if TYPE_CHECKING:
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
+# Below this many vectors a scan takes well under the ~50 us of handing it to a thread.
+OVERLAP_MIN_VECTORS = 4096
+_CORES = os.cpu_count() or 1
 
 
 @dataclass
@@ -105,6 +110,7 @@ class SGAMStore(BaseStore):
         "_cache",
         "_lock",
         "_owns_conn",
+        "_pool",
         "_ready",
         "_spec",
         "_terms",
@@ -147,6 +153,7 @@ class SGAMStore(BaseStore):
         self._terms = search.TermStats()
         self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
         self._lock = threading.RLock()
+        self._pool: ThreadPoolExecutor | None = None  # see `_scan`
         self._writer = ledger.Writer(self.conn, self._lock, on_commit=self._committed)
         self._ready = False
 
@@ -168,6 +175,9 @@ class SGAMStore(BaseStore):
             store.close()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if self._owns_conn:
             self.conn.close()
 
@@ -421,25 +431,26 @@ class SGAMStore(BaseStore):
         cfg = self.retrieval
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
+        seen = search.Candidates(self.conn, scope, op)
         use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
         if not use_vectors:
-            return search.keyword_ranking(self.conn, scope, op, op.query, want)
-        assert self._spec is not None and query_vec is not None
-        cache = self._cache if scope.current else None  # it mirrors current vectors only
-        if cache is not None:
-            cache.ensure(self.conn)
-        vector = search.vector_ranking(self.conn, scope, op, query_vec, depth, cache)
+            return search.keyword_ranking(self.conn, scope, op, want, seen)
+        assert query_vec is not None
         if cfg.mode == "vector":
-            return vector
-        seen = {fid: row for fid, _, row in vector}
-        keyword = search.keyword_ranking(
-            self.conn, scope, op, op.query, depth, prune=self._terms, known=seen
+            scan = self._scan(scope, op, query_vec, depth, overlap=False)
+            return search.vector_ranking(self.conn, scope, op, query_vec, depth, seen, scan())
+        # The keyword query is prepared before the scan starts, so the two threads do not
+        # contend for the GIL while both run Python.
+        keywords = search.keyword_match(self.conn, scope, op, self._terms)
+        scan = self._scan(scope, op, query_vec, depth, overlap=True)
+        vector, keyword = search.hybrid_rankings(
+            self.conn, scope, op, query_vec, depth, seen, scan, keywords
         )
         # Rank every candidate on both signals: keyword hits outside the KNN depth get their
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
         missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = search.cosine_for(self.conn, missing, query_vec, cache)
+        extra = search.cosine_for(self.conn, missing, query_vec, scan())
         cosine.update(extra)
         vector = sorted(
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
@@ -451,6 +462,39 @@ class SGAMStore(BaseStore):
         else:
             fused = search.fuse_relative(signals)
         return [(fid, cosine.get(fid), row) for fid, _, row in fused]
+
+    def _scan(
+        self, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
+    ) -> Callable[[], Scan | None]:
+        """The vector cache's scan for this search, its first `want` hits ranked, or None
+        where vec0 must answer (a point-in-time scope, no cache, a zero query).
+
+        With `overlap` (hybrid search) a large scan runs in this store's scanner thread
+        while FTS5 runs on the connection: numpy and SQLite both release the GIL, so on
+        two cores the search costs about the slower side instead of the sum.
+        """
+        cache = self._cache if scope.current else None  # it mirrors current vectors only
+        if cache is None:
+            return lambda: None
+        cache.ensure(self.conn)
+        if not cache.usable(query_vec):
+            return lambda: None
+        tenant = search.tenant_of(scope, op)
+
+        def run() -> Scan:
+            scan = cache.scan(query_vec, tenant)
+            scan.top(search.vector_depth(want))  # ranked here too, off the main thread
+            return scan
+
+        if overlap and _CORES > 1 and cache.count(tenant) >= OVERLAP_MIN_VECTORS:
+            return self._scanner().submit(run).result
+        done = run()
+        return lambda: done
+
+    def _scanner(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sgam-vector-scan")
+        return self._pool
 
     def execute_search(self, scope: Scope, query: str, *, limit: int = 10) -> list[Fact]:
         """Ranked facts for `query` within `scope` (the read path's search step)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sgam_store import SGAMStore, connection
+from sgam_store.index import FACT_BITS
 
 from .conftest import HashEmbeddings
 
@@ -111,9 +112,16 @@ def check_file(path: str, *, index: bool = True) -> LedgerStats:
                 json.loads(h[2]).get("text") for h in hist
             ]
         stats.keys, stats.facts = len(by_key), len(rows)
-        fact_ids = {r[0] for r in conn.execute("SELECT DISTINCT fact_id FROM facts")}
+        # One keyword row per fact, numbered in its tenant's slot.
+        expected = {
+            slot << FACT_BITS | fact_id
+            for fact_id, slot in conn.execute(
+                "SELECT DISTINCT f.fact_id, t.slot FROM facts f JOIN tenants t USING (tenant_id)"
+            )
+        }
         fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM fact_fts")}
-        assert fact_ids == fts_ids, f"keyword rows out of step: {fact_ids ^ fts_ids}"
+        assert len(expected) == len({r[0] for r in conn.execute("SELECT fact_id FROM facts")})
+        assert expected == fts_ids, f"keyword rows out of step: {expected ^ fts_ids}"
         if index:
             _check_vectors(conn)
         return stats

@@ -11,6 +11,7 @@ import pytest
 
 from sgam_store import InvalidFactError, InvalidNamespaceError, MemoryFact, SGAMStore
 from sgam_store.cli import main
+from sgam_store.index import FACT_MASK
 
 TOKEN = "zanzibarquux"  # only in the data that gets purged
 PASSPORT = [  # (episode, value, valid_from): the seed's order, delayed e0 last
@@ -90,7 +91,7 @@ def raw_counts(store: SGAMStore, s: Seeded) -> dict[str, int]:
         ),
         "vector_rows": one(f"SELECT COUNT(*) FROM vector_rows WHERE fact_id IN {q}", facts),
         "fact_vectors": one(f"SELECT COUNT(*) FROM fact_vectors WHERE rowid IN {q}", vecs),
-        "fact_fts": one(f"SELECT COUNT(*) FROM fact_fts WHERE rowid IN {q}", facts),
+        "fact_fts": one(f"SELECT COUNT(*) FROM fact_fts WHERE rowid & {FACT_MASK} IN {q}", facts),
         "fts_token": one("SELECT COUNT(*) FROM fact_fts WHERE fact_fts MATCH ?", TOKEN),
         "episodes": one(f"SELECT COUNT(*) FROM episodes WHERE episode_id IN {q}", eps),
         "episode_text": one("SELECT COUNT(*) FROM episodes WHERE content LIKE ?", f"%{TOKEN}%"),

@@ -97,7 +97,7 @@ def v1_copy(tmp_path: Path) -> str:
 def test_the_v1_fixture_reads_with_todays_code(v1_copy: str) -> None:
     with SGAMStore.from_conn_string(v1_copy, index=INDEX) as store:
         store.setup()
-        assert store.stats()["schema_version"] == 1
+        assert store.stats()["schema_version"] == migrations.LATEST
         answers = {
             at: store.fact_at("acme", "mira", "passport_deadline", at=at).value
             for at in (None, "2026-06-02T00:00:00Z", "2026-05-31T00:00:00Z")
@@ -125,6 +125,14 @@ def test_the_v1_fixture_reads_with_todays_code(v1_copy: str) -> None:
         assert store.for_tenant("globex").get(("mira",), "passport_deadline") is not None
         episode = store.get_episode("e1", tenant_id="acme")
         assert episode.thread_id == "t1" and "July 15" in episode.content
+
+        # v2 renumbered the keyword rows per tenant: keyword search stays tenant-scoped.
+        keywords = SGAMStore(store.conn, retrieval={"mode": "keyword"})
+        assert [i.key for i in keywords.search(("acme",), query="short answers")] == ["tone"]
+        assert keywords.search(("globex",), query="short answers") == []
+        found = keywords.search(("globex",), query="passport deadline")
+        assert [(i.namespace, i.key) for i in found] == [(("globex", "mira"), "passport_deadline")]
+        assert len(keywords.search((), query="passport deadline")) == 2
 
         # And today's writes and lifecycle work on it.
         store.put(("acme", "mira"), "tone", {"text": "prefers bullet points"})

@@ -12,6 +12,7 @@ import sqlite_vec
 
 from sgam_store import MemoryFact, SchemaTransformError, SGAMStore, register_transform
 from sgam_store.cli import main
+from sgam_store.index import FACT_MASK
 from sgam_store.schema_migration import REGISTRY, TransformRegistry
 from tests.conftest import HashEmbeddings
 from tests.fixtures.make_fixture import FIXTURE, INDEX
@@ -148,7 +149,9 @@ def test_backfill_reindexes_keyword_and_vectors(vstore: SGAMStore) -> None:
 
     def index_state() -> tuple[list, list, float]:
         conn = vstore.conn
-        keyword = conn.execute("SELECT rowid FROM fact_fts WHERE fact_fts MATCH 'kiwifruit'")
+        keyword = conn.execute(
+            f"SELECT rowid & {FACT_MASK} FROM fact_fts WHERE fact_fts MATCH 'kiwifruit'"
+        )
         fields = conn.execute("SELECT field FROM vector_rows").fetchall()
         [(distance,)] = conn.execute(
             "SELECT distance FROM fact_vectors WHERE embedding MATCH ? AND k = 1", (query,)

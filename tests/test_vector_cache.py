@@ -197,3 +197,45 @@ def _fact(text: str) -> MemoryFact:
         valid_from="2026-06-01T00:00:00Z",
         source_episode_id="external:test",
     )
+
+
+def test_overlapped_hybrid_search_answers_as_the_sequential_one(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hybrid search may scan the cache in a worker thread while FTS5 runs: same answers,
+    including pages, filters, tenant prefixes, a missing tenant and deleted facts."""
+    import sgam_store.store as store_module
+
+    store = SGAMStore(db_path, index=_index())  # hybrid, the default
+    store.setup()
+    _fill(store, 240)
+    for i in range(0, 240, 9):
+        store.delete((f"t{i % 3}", f"s{i % 7}"), f"k{i}")
+    rng = random.Random(5)
+    searches = [
+        (prefix, " ".join(rng.sample(WORDS, 2)), flt, offset)
+        for prefix in [(), ("t0",), ("t1", "s3"), ("nobody",)]
+        for flt in [None, {"n": 2}, {"n": {"$gte": 1}}]
+        for offset in (0, 7)
+    ]
+
+    def answers() -> list:
+        return [
+            [
+                (tuple(i.namespace), i.key, round(i.score, 6))
+                for i in store.search(prefix, query=query, filter=flt, limit=6, offset=offset)
+            ]
+            for prefix, query, flt, offset in searches
+        ]
+
+    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 10**9)
+    sequential = answers()
+    assert store._pool is None  # nothing went to the scanner thread
+    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(store_module, "_CORES", 2)
+    overlapped = answers()
+    assert store._pool is not None  # the scans ran in the scanner thread
+    assert overlapped == sequential
+    assert sum(map(len, sequential)) > 60  # the searches found things to compare
+    store.close()
+    assert store._pool is None

@@ -241,9 +241,13 @@ def index_config(embedder: Embeddings) -> dict[str, Any]:
     return {"dims": DIMS, "embed": embedder, "fields": ["text"], "text_fields": ["text"]}
 
 
-def open_sgam(directory: Path, embedder: Embeddings) -> Contender:
+def open_sgam(directory: Path, embedder: Embeddings, durable: bool = False) -> Contender:
+    """SGAMStore as shipped (WAL, synchronous=NORMAL), or with `durable` synchronous=FULL:
+    an fsync per commit, so a power loss cannot drop an acknowledged write."""
     path = directory / "sgam.db"
     store = SGAMStore(str(path), index=index_config(embedder))
+    if durable:
+        store.conn.execute("PRAGMA synchronous = FULL")
     store.setup()
     return Contender(SGAM, store, store.close, [path])
 
@@ -412,8 +416,10 @@ def run_size(
     with tempfile.TemporaryDirectory(prefix="sgam-bench-", dir=args.tmpdir) as tmp:
         directory = Path(tmp)
         openers = {
-            SGAM: lambda: open_sgam(directory, embedder),
-            SQLITE: lambda: open_sqlite(directory, embedder, args.stock_sqlite_pragmas),
+            SGAM: lambda: open_sgam(directory, embedder, args.durable),
+            SQLITE: lambda: open_sqlite(
+                directory, embedder, args.stock_sqlite_pragmas or args.durable
+            ),
             MEMORY: lambda: open_memory(embedder),
         }
         contenders = [openers[name]() for name in args.stores]
@@ -665,6 +671,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="leave SqliteStore on SQLite defaults (rollback journal, "
         "synchronous=FULL) instead of SGAM's WAL + NORMAL",
     )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="equal durability against power loss: SGAMStore with synchronous=FULL (WAL), "
+        "SqliteStore as from_conn_string opens it (rollback journal, synchronous=FULL)",
+    )
     args = parser.parse_args(argv)
     names = [s.strip() for s in args.stores.split(",") if s.strip()]
     unknown = [s for s in names if s not in STORE_KEYS]
@@ -688,8 +700,18 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     log("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     log(f"stores: {', '.join(args.stores)}; samples: {samples}")
+    sgam_sync = "FULL" if args.durable else "NORMAL"
+    stock = args.stock_sqlite_pragmas or args.durable
+    sqlite_pragmas = "rollback journal + synchronous=FULL" if stock else "WAL + synchronous=NORMAL"
+    log(f"pragmas: SGAMStore WAL + synchronous={sgam_sync}; SqliteStore {sqlite_pragmas}")
     started = time.perf_counter()
-    report: dict[str, Any] = {"environment": env, "quick": args.quick, "runs": []}
+    report: dict[str, Any] = {
+        "environment": env,
+        "quick": args.quick,
+        "durable": args.durable,
+        "stock_sqlite_pragmas": stock,
+        "runs": [],
+    }
     for size in args.sizes:
         log(
             f"\n== {size:,} facts ({TENANTS} tenants x {size // (TENANTS * ATTRIBUTES):,} "

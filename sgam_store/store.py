@@ -111,6 +111,7 @@ class SGAMStore(BaseStore):
         "_lock",
         "_owns_conn",
         "_pool",
+        "_pool_pid",
         "_ready",
         "_spec",
         "_terms",
@@ -154,6 +155,7 @@ class SGAMStore(BaseStore):
         self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
         self._lock = threading.RLock()
         self._pool: ThreadPoolExecutor | None = None  # see `_scan`
+        self._pool_pid = 0
         self._writer = ledger.Writer(self.conn, self._lock, on_commit=self._committed)
         self._ready = False
 
@@ -492,8 +494,10 @@ class SGAMStore(BaseStore):
         return lambda: done
 
     def _scanner(self) -> ThreadPoolExecutor:
-        if self._pool is None:
+        # A forked child inherits the executor but not its thread: start a new one there.
+        if self._pool is None or self._pool_pid != os.getpid():
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="sgam-vector-scan")
+            self._pool_pid = os.getpid()
         return self._pool
 
     def execute_search(self, scope: Scope, query: str, *, limit: int = 10) -> list[Fact]:

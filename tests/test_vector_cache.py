@@ -239,3 +239,32 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
     assert sum(map(len, sequential)) > 60  # the searches found things to compare
     store.close()
     assert store._pool is None
+
+
+def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked child inherits the scanner executor without its thread; its search must
+    start a thread of its own rather than wait forever."""
+    import os
+    import time
+
+    import sgam_store.store as store_module
+
+    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(store_module, "_CORES", 2)
+    store = SGAMStore(db_path, index=_index())
+    store.setup()
+    _fill(store, 30)
+    expected = _keys(store.search(("t1",), query="passport visa"))
+    assert expected and store._pool is not None
+    pid = os.fork()
+    if pid == 0:  # the child: exit code says whether it got the parent's answer
+        os._exit(0 if _keys(store.search(("t1",), query="passport visa")) == expected else 1)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's search hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    store.close()

@@ -226,6 +226,14 @@ def migrate(conn: Any) -> int:
     return found
 
 
+# Vectors per vec0 chunk (sqlite-vec's default is 1024). Every vec0 write edits its
+# chunk's BLOBs, and smaller chunks made writes cheaper. Measured at 100k facts x 384
+# dims, 1024 -> 64: single put 1.11 -> 0.56 ms, updates 1.2k -> 2.1k/s; point-in-time
+# KNN (the only vec0 search; current facts are searched in the vector cache) ~10% slower.
+# Files keep the chunk size they were created with.
+VEC0_CHUNK_SIZE = 64
+
+
 def ensure_vector_table(conn: Any, dims: int) -> None:
     """Create the vec0 table for `dims`, or check an existing one has the same dims.
 
@@ -245,7 +253,7 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
                 "CREATE VIRTUAL TABLE IF NOT EXISTS fact_vectors USING vec0("
                 "tenant_id TEXT PARTITION KEY, "
                 f"embedding FLOAT[{int(dims)}] distance_metric=cosine, "
-                "is_current INTEGER)"
+                f"is_current INTEGER, chunk_size={VEC0_CHUNK_SIZE})"
             )
             conn.execute(
                 "INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', ?)", (str(dims),)

@@ -41,6 +41,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from sgam_store import SGAMStore
+from sgam_store.connection import MMAP_BYTES
 
 T = TypeVar("T")
 
@@ -272,7 +273,7 @@ def open_sqlite(directory: Path, embedder: Embeddings, stock_pragmas: bool) -> C
     """SqliteStore on a sqlean connection (this Python's sqlite3 cannot load extensions).
 
     isolation_level=None is required: SqliteStore issues its own BEGIN/COMMIT. Unless
-    `stock_pragmas`, it gets SGAMStore's pragmas (WAL, synchronous=NORMAL) so the
+    `stock_pragmas`, it gets SGAMStore's pragmas (WAL, synchronous=NORMAL, mmap) so the
     comparison is about the stores and not about fsync policy.
     """
     path = directory / "sqlite_store.db"
@@ -283,6 +284,7 @@ def open_sqlite(directory: Path, embedder: Embeddings, stock_pragmas: bool) -> C
     if not stock_pragmas:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     store = SqliteStore(conn, index=index_config(embedder))  # type: ignore[arg-type]
     store.setup()
     return Contender(SQLITE, store, conn.close, [path])
@@ -669,7 +671,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--stock-sqlite-pragmas",
         action="store_true",
         help="leave SqliteStore on SQLite defaults (rollback journal, "
-        "synchronous=FULL) instead of SGAM's WAL + NORMAL",
+        "synchronous=FULL) instead of SGAM's WAL + NORMAL + mmap",
     )
     parser.add_argument(
         "--durable",
@@ -703,7 +705,9 @@ def main(argv: list[str] | None = None) -> int:
     sgam_sync = "FULL" if args.durable else "NORMAL"
     stock = args.stock_sqlite_pragmas or args.durable
     sqlite_pragmas = "rollback journal + synchronous=FULL" if stock else "WAL + synchronous=NORMAL"
-    log(f"pragmas: SGAMStore WAL + synchronous={sgam_sync}; SqliteStore {sqlite_pragmas}")
+    mmap = f"mmap_size={MMAP_BYTES}"
+    sqlite_pragmas += "" if stock else f" + {mmap}"
+    log(f"pragmas: SGAMStore WAL + synchronous={sgam_sync} + {mmap}; SqliteStore {sqlite_pragmas}")
     started = time.perf_counter()
     report: dict[str, Any] = {
         "environment": env,

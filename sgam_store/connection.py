@@ -74,6 +74,9 @@ def driver() -> ModuleType:
     return _DRIVER
 
 
+MMAP_BYTES = 256 * 1024 * 1024
+
+
 def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Any:
     """Open `path` with WAL, a busy timeout, foreign keys on and sqlite-vec loaded.
 
@@ -90,6 +93,10 @@ def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Any:
         # WAL + NORMAL stays durable across application crashes (only an OS crash can lose
         # the last transactions), and avoids an fsync per commit.
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Reads map the file instead of copying pages through read(): search checks its
+        # candidates one B-tree seek each, at random places (measured at 100k facts: 180
+        # candidates 0.57 -> 0.33 ms). Pages stay in the OS cache, shared by connections.
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 

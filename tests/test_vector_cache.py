@@ -268,3 +268,26 @@ def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.M
         pytest.fail("the forked child's search hung")
     assert os.waitstatus_to_exitcode(done[1]) == 0
     store.close()
+
+
+def test_candidate_checks_read_only_the_covering_index(db_path: str) -> None:
+    """Search checks each ranked candidate against the read rule; for current reads that
+    check must be answered from the fact_id index alone (no table row per candidate)."""
+    store = SGAMStore(db_path, index=_index())
+    store.setup()
+    _fill(store, 60)
+    checks: list[str] = []
+
+    def trace(sql: str) -> None:
+        if "f.fact_id IN" in sql and not sql.startswith("EXPLAIN"):
+            checks.append(sql)
+
+    store.conn.set_trace_callback(trace)
+    store.search(("t1",), query="passport visa")
+    store.for_tenant("t2").search((), query="hotel budget")
+    store.conn.set_trace_callback(None)
+    assert len(checks) >= 2
+    for sql in checks:
+        plan = " ".join(row[3] for row in store.conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX facts_fact_id" in plan, plan
+    store.close()

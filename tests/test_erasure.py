@@ -177,6 +177,14 @@ def test_purge_tenant_removes_everything_of_it(vstore: SGAMStore) -> None:
     assert vstore.list_namespaces(prefix=("acme",)) == []
     assert vstore.purge("acme").deleted == dict.fromkeys(report.deleted, 0)  # idempotent
     assert vstore.fact_at("globex", "mira", "passport_deadline") is not None
+    # The tenant id itself is gone (its keyword slot); writing to it again starts afresh.
+    assert report.deleted["tenants"] == 1
+    tenants = {r[0] for r in vstore.conn.execute("SELECT tenant_id FROM tenants")}
+    assert "acme" not in tenants and "globex" in tenants
+    vstore.put(("acme", "mira"), "tone", {"text": "prefers kiwifruit"})
+    keyword = SGAMStore(vstore.conn, retrieval={"mode": "keyword"})
+    assert [i.key for i in keyword.search(("acme",), query="kiwifruit")] == ["tone"]
+    assert keyword.search(("globex",), query="kiwifruit") == []
 
 
 def test_purge_episode_keeps_facts_that_have_another_source(store: SGAMStore) -> None:

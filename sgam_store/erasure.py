@@ -12,8 +12,9 @@ Selectors (always within one tenant):
 - `purge(tenant)` - every fact and episode of the tenant, and its ended sessions;
 - `purge(tenant, subject)` / `purge(tenant, subject, attribute)` / `purge(tenant,
   attribute=...)` - the facts of exactly that subject and/or attribute (sub-subjects
-  such as "mira.pets" are other subjects); episodes stay, and the report lists the
-  purged facts' `source_episode_ids` so a caller can purge those too;
+  such as "mira.pets" are other subjects), and the memory candidates (weak signals)
+  about them; episodes stay, and the report lists the purged facts'
+  `source_episode_ids` so a caller can purge those too;
 - `purge_episode(tenant, episode_id)` - the episode, and every fact whose only source
   it was. A fact with another source (its `source_episode_id`, or a `fact_sources`
   link for facts promoted from several episodes) is kept and cites a remaining one.
@@ -58,6 +59,7 @@ TABLES = (
     "episodes",
     "ended_sessions",
     "tenants",
+    "memory_candidates",
 )
 
 
@@ -184,6 +186,9 @@ def purge(
     whole = subject is None and attribute is None
     episode_ids = _episodes_of(cur, tenant_id) if whole else []
     report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
+    # Weak signals about the same subject/attribute hold its values too (their support
+    # rows cascade). A whole-tenant purge reaches them through its episodes.
+    report.deleted["memory_candidates"] = _erase_candidates(cur, tenant_id, subject, attribute)
     if whole:
         report.deleted["ended_sessions"] = cur.execute(
             "DELETE FROM ended_sessions WHERE tenant_id = ?", (tenant_id,)
@@ -193,6 +198,17 @@ def purge(
             "DELETE FROM tenants WHERE tenant_id = ?", (tenant_id,)
         ).rowcount
     return report
+
+
+def _erase_candidates(
+    cur: Any, tenant_id: str, subject: str | None, attribute: str | None
+) -> int:
+    sql, params = "DELETE FROM memory_candidates WHERE tenant_id = ?", [tenant_id]
+    if subject is not None:
+        sql, params = sql + " AND subject = ?", [*params, subject]
+    if attribute is not None:
+        sql, params = sql + " AND attribute = ?", [*params, attribute]
+    return cur.execute(sql, params).rowcount
 
 
 def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:

@@ -244,3 +244,20 @@ def test_purging_a_tenant_leaves_no_candidate_or_extraction_mark(store: SGAMStor
     store.purge("acme")
     for table in ("memory_candidates", "candidate_support", "episode_extractions"):
         assert store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
+
+
+def test_purging_a_subject_erases_its_candidates_too(store: SGAMStore) -> None:
+    """A held weak signal carries the subject's value: erasing the subject erases it,
+    and leaves other subjects' candidates alone."""
+    e1 = said(store, 1, "Export the report as CSV please, and Leo likes PDF.")
+    held = [csv("as CSV please", 1), csv("Leo likes PDF", 1, value="PDF", subject="leo")]
+    consolidate(store, held, tenant_id="acme", episode_id=e1.episode_id, config=HABITS)
+    assert {c.subject for c in list_candidates(store, "acme")} == {"mira", "leo"}
+    report = store.purge("acme", "mira")
+    assert report.deleted["memory_candidates"] == 1
+    assert [c.subject for c in list_candidates(store, "acme", status=None)] == ["leo"]
+    assert store.conn.execute(
+        "SELECT COUNT(*) FROM candidate_support WHERE payload LIKE '%CSV%'"
+    ).fetchone() == (0,)
+    assert store.purge("acme", attribute="export_format").deleted["memory_candidates"] == 1
+    assert list_candidates(store, "acme", status=None) == []

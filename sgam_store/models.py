@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import clock, namespaces
-from .errors import InvalidFactError
+from .errors import InvalidFactError, SGAMError
 
 DEFAULT_MEMORY_TYPE = "semantic"
 SCHEMA_VERSION = 1
@@ -34,6 +34,19 @@ class MemoryFact(BaseModel):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     retention_policy: str | None = None
     expires_at: str | None = None
+
+    def __init__(self, **data: Any) -> None:
+        """When one of this model's own checks is the only problem, its typed error (e.g.
+        InvalidTimestampError for a naive time) is raised as itself, not wrapped in
+        pydantic's ValidationError, so callers catch the same error the store raises."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            own = errors[0].get("ctx", {}).get("error") if len(errors) == 1 else None
+            if isinstance(own, SGAMError):
+                raise own from exc
+            raise
 
     @field_validator("tenant_id")
     @classmethod

@@ -150,14 +150,13 @@ TIMESTAMP_CASES = [
          InvalidTimestampError),
     Case("view.as_of(naive)", lambda h: h.store.for_tenant("acme").as_of(NAIVE),
          InvalidTimestampError),
-    # MemoryFact is a pydantic model: its validators' errors arrive as ValidationError,
-    # a ValueError whose message carries the InvalidTimestampError text.
+    # MemoryFact raises its own validators' typed errors, not pydantic's wrapper.
     Case("MemoryFact(valid_from=naive)", lambda h: h.store.replace_fact(fact(valid_from=NAIVE)),
-         ValueError),
+         InvalidTimestampError),
     Case("MemoryFact(valid_from=garbage)",
-         lambda h: h.store.replace_fact(fact(valid_from="soon")), ValueError),
+         lambda h: h.store.replace_fact(fact(valid_from="soon")), InvalidTimestampError),
     Case("MemoryFact(expires_at=naive)",
-         lambda h: h.store.replace_fact(fact(expires_at=NAIVE)), ValueError),
+         lambda h: h.store.replace_fact(fact(expires_at=NAIVE)), InvalidTimestampError),
     # Aware, parseable, but UTC falls outside datetime's range.
     Case("as_of(9999-12-31T23:00-05:00)", as_of("9999-12-31T23:00:00-05:00"),
          InvalidTimestampError),
@@ -168,7 +167,7 @@ TIMESTAMP_CASES = [
          InvalidTimestampError),
     Case("MemoryFact(valid_from=9999-12-31T23:59-01:00)",
          lambda h: h.store.replace_fact(fact(valid_from="9999-12-31T23:59:00-01:00")),
-         ValueError),
+         InvalidTimestampError),
 ]  # fmt: skip
 
 BAD_ITEM_NAMESPACES = [("a.b",), ("",), (), ("langgraph",), ("acme", "*"), (1,),

@@ -419,9 +419,7 @@ def run_size(
         directory = Path(tmp)
         openers = {
             SGAM: lambda: open_sgam(directory, embedder, args.durable),
-            SQLITE: lambda: open_sqlite(
-                directory, embedder, args.stock_sqlite_pragmas or args.durable
-            ),
+            SQLITE: lambda: open_sqlite(directory, embedder, args.stock_sqlite_pragmas),
             MEMORY: lambda: open_memory(embedder),
         }
         contenders = [openers[name]() for name in args.stores]
@@ -680,6 +678,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "SqliteStore as from_conn_string opens it (rollback journal, synchronous=FULL)",
     )
     args = parser.parse_args(argv)
+    args.stock_sqlite_pragmas |= args.durable
     names = [s.strip() for s in args.stores.split(",") if s.strip()]
     unknown = [s for s in names if s not in STORE_KEYS]
     if unknown:
@@ -703,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     log("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     log(f"stores: {', '.join(args.stores)}; samples: {samples}")
     sgam_sync = "FULL" if args.durable else "NORMAL"
-    stock = args.stock_sqlite_pragmas or args.durable
+    stock = args.stock_sqlite_pragmas
     sqlite_pragmas = "rollback journal + synchronous=FULL" if stock else "WAL + synchronous=NORMAL"
     mmap = f"mmap_size={MMAP_BYTES}"
     sqlite_pragmas += "" if stock else f" + {mmap}"

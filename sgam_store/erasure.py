@@ -90,12 +90,18 @@ def facts_of(
     cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
 ) -> list[int]:
     """fact_ids of a tenant, narrowed to exactly one subject and/or attribute."""
-    sql, params = "SELECT DISTINCT fact_id FROM facts WHERE tenant_id = ?", [tenant_id]
+    where, params = _selected(tenant_id, subject, attribute)
+    return [r[0] for r in cur.execute(f"SELECT DISTINCT fact_id FROM facts WHERE {where}", params)]
+
+
+def _selected(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[str, list[str]]:
+    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
+    where, params = "tenant_id = ?", [tenant_id]
     if subject is not None:
-        sql, params = sql + " AND subject = ?", [*params, subject]
+        where, params = where + " AND subject = ?", [*params, subject]
     if attribute is not None:
-        sql, params = sql + " AND attribute = ?", [*params, attribute]
-    return [r[0] for r in cur.execute(sql, params)]
+        where, params = where + " AND attribute = ?", [*params, attribute]
+    return where, params
 
 
 def _episodes_of(cur: Any, tenant_id: str) -> list[str]:
@@ -188,7 +194,10 @@ def purge(
     report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
     # Weak signals about the same subject/attribute hold its values too (their support
     # rows cascade). A whole-tenant purge reaches them through its episodes.
-    report.deleted["memory_candidates"] = _erase_candidates(cur, tenant_id, subject, attribute)
+    where, params = _selected(tenant_id, subject, attribute)
+    report.deleted["memory_candidates"] = cur.execute(
+        f"DELETE FROM memory_candidates WHERE {where}", params
+    ).rowcount
     if whole:
         report.deleted["ended_sessions"] = cur.execute(
             "DELETE FROM ended_sessions WHERE tenant_id = ?", (tenant_id,)
@@ -198,17 +207,6 @@ def purge(
             "DELETE FROM tenants WHERE tenant_id = ?", (tenant_id,)
         ).rowcount
     return report
-
-
-def _erase_candidates(
-    cur: Any, tenant_id: str, subject: str | None, attribute: str | None
-) -> int:
-    sql, params = "DELETE FROM memory_candidates WHERE tenant_id = ?", [tenant_id]
-    if subject is not None:
-        sql, params = sql + " AND subject = ?", [*params, subject]
-    if attribute is not None:
-        sql, params = sql + " AND attribute = ?", [*params, attribute]
-    return cur.execute(sql, params).rowcount
 
 
 def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:

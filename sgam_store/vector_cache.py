@@ -100,7 +100,7 @@ class Scan:
         self.query = query
         self.sims = {tenant: block.scores(query) for tenant, block in blocks.items()}
         self.blocks = blocks
-        self.count = sum(b.size - b.dead for b in blocks.values())
+        self.count = _live(blocks)
         self._tops: dict[int, list[tuple[int, float]]] = {}
 
     def top(self, k: int) -> list[tuple[int, float]]:
@@ -140,14 +140,14 @@ class Scan:
             tenant = self.cache.tenant_of.get(fact_id)
             if tenant is None:
                 continue
-            block = self.cache.blocks[tenant]  # type: ignore[index]
-            rows = block.rows_of[fact_id]
-            sims = self.sims.get(tenant)
-            if sims is None:  # outside the scanned scope: score these rows now
-                sims = block.matrix[rows] @ self.query
-                rows = list(range(len(rows)))
+            # Keyword hits come from the scanned scope, so their tenant's block was scored.
+            rows, sims = self.blocks[tenant].rows_of[fact_id], self.sims[tenant]
             out[fact_id] = float(sims[rows[0]]) if len(rows) == 1 else float(sims[rows].max())
         return out
+
+
+def _live(blocks: dict[str, _Block]) -> int:
+    return sum(b.size - b.dead for b in blocks.values())
 
 
 def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
@@ -254,7 +254,7 @@ class VectorCache:
 
     def count(self, tenant: str | None) -> int:
         """Live vectors in scope: when k reaches it, a top-k is every candidate."""
-        return sum(b.size - b.dead for b in self._scope(tenant).values())
+        return _live(self._scope(tenant))
 
     def scan(self, blob: bytes, tenant: str | None) -> Scan:
         """Score the query against every live vector of `tenant` (or of all tenants)."""

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench peer
+.PHONY: demo test lint bench peer plain
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,3 +26,14 @@ bench: $(VENV)/.installed
 
 peer: $(VENV)/.installed
 	$(BIN)/python ../shared/tools/peer_suite.py $(CURDIR)/$(BIN)/python 'from sgam_store import SGAMStore as SqliteStore'
+
+# `pip install .` without extras, in a fresh venv: `import sgam_store` and README's first
+# example must work with the core dependencies alone (CI runs this before `make test`).
+plain:
+	rm -rf .venv-plain
+	$(PYTHON) -m venv .venv-plain
+	.venv-plain/bin/pip install -q .
+	cd "$$(mktemp -d)" && $(CURDIR)/.venv-plain/bin/python $(CURDIR)/.ci/first_example.py
+	# ...and `sgam` without the cli extra names it instead of failing with a traceback
+	! .venv-plain/bin/sgam stats --db none.db 2> .venv-plain/sgam.err
+	grep -q "pip install 'sgam-store\[cli\]'" .venv-plain/sgam.err

@@ -77,16 +77,28 @@ def driver() -> ModuleType:
 MMAP_BYTES = 256 * 1024 * 1024
 
 
-def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Any:
+def connect(
+    path: str,
+    *,
+    timeout_ms: int = BUSY_TIMEOUT_MS,
+    check: Callable[[Any], None] | None = None,
+) -> Any:
     """Open `path` with WAL, a busy timeout, foreign keys on and sqlite-vec loaded.
 
     `isolation_level=None` leaves transactions to us: the ledger opens its own
-    `BEGIN IMMEDIATE` so the write lock is taken before the first read.
+    `BEGIN IMMEDIATE` so the write lock is taken before the first read. `check` runs
+    before the switch to WAL, the first change to the file, and may refuse it.
     """
     module = driver()
     conn = module.connect(path, isolation_level=None, check_same_thread=False)
     _load_vec(conn)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    if check is not None:
+        try:
+            check(conn)
+        except BaseException:
+            conn.close()
+            raise
     conn.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:" and not path.startswith("file::memory:"):
         retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))

@@ -29,6 +29,7 @@ __all__ = [
     "StoreBusyError",
     "ExtensionLoadError",
     "SchemaVersionError",
+    "ForeignDatabaseError",
     "KeptExistingError",
     "InvalidEpisodeError",
     "EpisodeNotFoundError",
@@ -104,6 +105,10 @@ class ExtensionLoadError(SGAMError, RuntimeError):
 
 class SchemaVersionError(SGAMError, RuntimeError):
     """The database was written by a newer sgam-store than this one."""
+
+
+class ForeignDatabaseError(SGAMError, ValueError):
+    """The file holds another program's tables (LangGraph's SqliteStore, say): refused untouched."""
 
 
 class InvalidEpisodeError(SGAMError, ValueError):

@@ -49,14 +49,7 @@ class IndexSpec:
         self, value: dict[str, Any], fields: list[str] | None = None
     ) -> list[tuple[str, str]]:
         """(field, text) pairs to embed for one value; missing fields are skipped."""
-        pairs: list[tuple[str, str]] = []
-        for path in fields or self.fields:
-            if path == WHOLE_VALUE:
-                pairs.append((path, json.dumps(value, ensure_ascii=False)))
-                continue
-            for i, text in enumerate(get_text_at_path(value, path)):
-                pairs.append((f"{path}.{i}" if i else path, text))
-        return pairs
+        return field_texts(value, fields or list(self.fields))
 
     def check(self, vector: list[float]) -> bytes:
         if len(vector) != self.dims:
@@ -68,6 +61,22 @@ class IndexSpec:
         if not math.isfinite(sum(vector)):
             raise InvalidFactError("the embedding contains NaN or infinity; nothing was stored")
         return sqlite_vec.serialize_float32(vector)
+
+
+def field_texts(value: dict[str, Any], paths: list[str]) -> list[tuple[str, str]]:
+    """(field, text) pairs at these paths of a value; missing fields are skipped.
+
+    Needs no index config: a put's own `index=[...]` names fields for the keyword row
+    even on a store that embeds nothing.
+    """
+    pairs: list[tuple[str, str]] = []
+    for path in paths:
+        if path == WHOLE_VALUE:
+            pairs.append((path, json.dumps(value, ensure_ascii=False)))
+            continue
+        for i, text in enumerate(get_text_at_path(value, path)):
+            pairs.append((f"{path}.{i}" if i else path, text))
+    return pairs
 
 
 def keyword_text(subject: str, attribute: str, value: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import DimensionMismatchError, SchemaVersionError
+from .errors import DimensionMismatchError, ForeignDatabaseError, SchemaVersionError
 
 FACTS_DDL = """
 CREATE TABLE facts (
@@ -208,8 +208,44 @@ def _version(conn: Any) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+def _tables(conn: Any) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite~_%' "
+        "ESCAPE '~'"
+    ).fetchall()
+    return {name for (name,) in rows}
+
+
+def check_owned(conn: Any) -> None:
+    """Refuse a file that another program wrote, before anything is written to it.
+
+    Ours is a file with no tables yet (user_version 0), or one with sgam-store's
+    schema version and its `facts` and `sgam_meta` tables. Anything else, such as a
+    LangGraph SqliteStore file or an application's own `facts` table, would gain our
+    tables beside data that no read of ours can see.
+    """
+    try:
+        version, tables = _version(conn), _tables(conn)
+    except Exception as exc:
+        if type(exc).__name__ != "DatabaseError":  # every driver's "file is not a database"
+            raise
+        raise ForeignDatabaseError(f"not a SQLite database ({exc}); nothing was changed") from exc
+    if (version == 0 and not tables) or (version > 0 and {"facts", "sgam_meta"} <= tables):
+        return
+    if {"store", "store_migrations"} <= tables:
+        owner = "LangGraph's SqliteStore"
+    else:
+        owner = "another program (tables: " + ", ".join(sorted(tables)[:5]) + ")"
+    raise ForeignDatabaseError(
+        f"this file was written by {owner}; sgam-store leaves it untouched. Open a new file "
+        "for SGAMStore and bring the items over (planned: `sgam import --from <this file> "
+        "--db <new file>`)"
+    )
+
+
 def migrate(conn: Any) -> int:
     """Bring the schema to LATEST; return the version found before."""
+    check_owned(conn)
     found = _version(conn)
     if found > LATEST:
         raise SchemaVersionError(
@@ -221,6 +257,7 @@ def migrate(conn: Any) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = _version(conn)  # re-read under the lock: another process may have migrated
+        check_owned(conn)
         for version in range(current, LATEST):
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)

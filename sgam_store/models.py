@@ -61,9 +61,7 @@ class MemoryFact(BaseModel):
     @field_validator("attribute")
     @classmethod
     def _attribute(cls, v: str) -> str:
-        if not v or "\x00" in v:
-            raise InvalidFactError("attribute must be a non-empty string without NUL")
-        return v
+        return namespaces.check_key(v, "attribute")
 
     @field_validator("valid_from", "expires_at", mode="before")
     @classmethod
@@ -75,7 +73,7 @@ class MemoryFact(BaseModel):
     def _source(cls, v: str) -> str:
         if not v:
             raise InvalidFactError("source_episode_id is required (provenance is not optional)")
-        return v
+        return namespaces.check_key(v, "source_episode_id")
 
     @property
     def namespace(self) -> tuple[str, ...]:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
+from .errors import InvalidFactError
+
 SEP = "."
 WILDCARD = "*"
 
@@ -45,6 +47,15 @@ def _not_utf8(label: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def check_key(key: object, what: str = "key") -> str:
+    """A key (the attribute) is non-empty text that SQLite can store: no NUL, valid UTF-8."""
+    if not isinstance(key, str) or not key or "\x00" in key:
+        raise InvalidFactError(f"{what} must be a non-empty string without NUL, got {key!r}")
+    if not key.isascii() and _not_utf8(key):
+        raise InvalidFactError(f"{what} {key!r} is not valid UTF-8 text (a lone surrogate?)")
+    return key
 
 
 def check_item_namespace(namespace: Sequence[object]) -> tuple[str, ...]:

@@ -47,7 +47,14 @@ from . import (
 from .backfill import BackfillReport, run_backfill
 from .erasure import PurgeReport
 from .errors import InvalidFactError, ReadOnlyViewError
-from .index import WHOLE_VALUE, IndexSpec, flush_keywords, flush_vectors, keyword_text
+from .index import (
+    WHOLE_VALUE,
+    IndexSpec,
+    field_texts,
+    flush_keywords,
+    flush_vectors,
+    keyword_text,
+)
 from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
 from .retention import RetentionReport
 from .search import Scope
@@ -141,7 +148,11 @@ class SGAMStore(BaseStore):
         """`vector_cache=False` searches vec0 directly instead of an in-process mirror of
         the current vectors (see `vector_cache`; it costs 4 bytes x dims per fact)."""
         self._owns_conn = isinstance(conn, str)
-        self.conn = connection.connect(conn) if isinstance(conn, str) else conn
+        self.conn = (
+            connection.connect(conn, check=migrations.check_owned)
+            if isinstance(conn, str)
+            else conn
+        )
         self._spec = IndexSpec.from_config(index) if index else None
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
@@ -281,8 +292,7 @@ class SGAMStore(BaseStore):
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
                 ttl = self.ttl_config.get("default_ttl")
             prepared.append(_PreparedPut(op, encoded, keyword, [], ttl))
-        if to_embed:
-            assert self._spec is not None
+        if to_embed and self._spec is not None:
             vectors = self._spec.embeddings.embed_documents([t for _, _, t in to_embed])
             for (pos, field, _), vector in zip(to_embed, vectors, strict=True):
                 prepared[pos].vectors.append((field, self._spec.check(vector)))
@@ -378,8 +388,7 @@ class SGAMStore(BaseStore):
         paths = fields or (list(self._spec.fields) if self._spec else None)
         if not paths or paths == [WHOLE_VALUE]:
             return keyword_text(subject, attribute, body)
-        assert self._spec is not None
-        pairs = pairs if pairs is not None else self._spec.texts(body, paths)
+        pairs = pairs if pairs is not None else field_texts(body, paths)
         return " ".join([subject, attribute, *(text for _, text in pairs)])
 
     def _sync_current(self, tx: ledger.Tx) -> None:
@@ -430,8 +439,9 @@ class SGAMStore(BaseStore):
         return [search.to_item(rows[row_id], score=score, search=True) for _, score, row_id in page]
 
     def _rank(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> search.Ranked:
-        """Order by the configured retrieval mode; score is the cosine similarity when
-        vectors exist (comparable across queries), else the normalized BM25 score."""
+        """Order by the configured retrieval mode. The score never rises with rank: the
+        cosine similarity when vectors exist (in hybrid mode on the fused order, see
+        `search.similarity_scores`), else the normalized BM25 score."""
         cfg = self.retrieval
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
@@ -464,8 +474,8 @@ class SGAMStore(BaseStore):
         if cfg.fusion == "rrf":
             fused = search.fuse_rrf(signals, cfg.rrf_k)
         else:
-            fused = search.fuse_relative(signals)
-        return [(fid, cosine.get(fid), row) for fid, _, row in fused]
+            fused = search.fuse_relative(signals[0], signals[1])
+        return search.similarity_scores(fused, cosine, keyword)
 
     def _scan(
         self, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
@@ -745,8 +755,7 @@ def _validate(op: Op) -> None:
     """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch."""
     if isinstance(op, GetOp | PutOp):
         namespaces.check_item_namespace(op.namespace)
-        if not isinstance(op.key, str) or not op.key or "\x00" in op.key:
-            raise InvalidFactError(f"key must be a non-empty string without NUL, got {op.key!r}")
+        namespaces.check_key(op.key)
         if isinstance(op, PutOp):
             _check_put(op)
     elif isinstance(op, SearchOp):

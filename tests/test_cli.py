@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sgam_store import cli
+from sgam_store import SGAMStore, cli
+from sgam_store.cli import commands
 from sgam_store.embeddings import local_available
 
 
@@ -40,7 +41,7 @@ def test_demo_json(tmp_path) -> None:
 def sgam(monkeypatch, capsys, *argv: str, width: int = 100) -> tuple[int, str, str]:
     """Run `sgam` in-process on a console of `width` columns; (status, stdout, stderr)."""
     screen = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=screen, width=width, color_system=None))
+    monkeypatch.setattr(commands, "console", Console(file=screen, width=width, color_system=None))
     status = cli.main(list(argv))
     captured = capsys.readouterr()
     return status, screen.getvalue() + captured.out, captured.err
@@ -90,7 +91,7 @@ def test_replay_reads_at_100_and_120_columns(tmp_path, monkeypatch, capsys, widt
 def test_a_long_replay_shows_progress_and_finishes(tmp_path, monkeypatch, capsys) -> None:
     episodes = "".join(
         f"  - {{id: n{i}, tenant: acme, at: '2026-06-01T{i:02d}:00:00Z', text: 'note {i}'}}\n"
-        for i in range(cli.LONG_REPLAY)
+        for i in range(commands.LONG_REPLAY)
     )
     path = tmp_path / "long.yaml"
     path.write_text(f"episodes:\n{episodes}")
@@ -98,7 +99,7 @@ def test_a_long_replay_shows_progress_and_finishes(tmp_path, monkeypatch, capsys
     status, out, _ = sgam(
         monkeypatch, capsys, "replay", str(path), "--db", db, "--baseline", "keyword"
     )
-    assert status == 0 and f"turn {cli.LONG_REPLAY} · n{cli.LONG_REPLAY - 1}" in out
+    assert status == 0 and f"turn {commands.LONG_REPLAY} · n{commands.LONG_REPLAY - 1}" in out
 
 
 def test_ledger_history_and_timeline_inspect_the_replayed_file(
@@ -207,3 +208,77 @@ def test_sgam_replay_with_no_argument_runs_the_bundled_scenario_on_a_fresh_machi
     assert f"baseline: top-1 episode by {label}" in out
     assert re.search(r"Stale answers: description memory \d of 7, SGAM 0 of 7\.", out)
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 100
+
+
+# ---------------------------------------------------------------- read commands
+
+
+def test_get_answers_now_at_and_known_at_like_fact_at(replayed, monkeypatch, capsys) -> None:
+    key = ["--tenant", "acme", "--subject", "mira", "--attribute", "passport_deadline"]
+    with SGAMStore.from_conn_string(replayed) as store:
+        june2 = store.fact_at("acme", "mira", "passport_deadline", at="2026-06-02T00:00:00Z")
+        first = store.history("acme", "mira", "passport_deadline")[1]  # e1, before e2 landed
+    for extra, want in [
+        ([], "2026-06-30"),
+        (["--at", "2026-06-02T00:00:00Z"], june2.value),
+        (["--at", "2026-06-04T00:00:00Z", "--known-at", first.recorded_at.isoformat()],
+         "2026-07-15"),
+    ]:  # fmt: skip
+        status, out, _ = sgam(monkeypatch, capsys, "get", "--db", replayed, *key, *extra, "--json")
+        assert status == 0 and json.loads(out)["value"] == want, extra
+    status, out, _ = sgam(monkeypatch, capsys, "get", "--db", replayed, *key)
+    assert status == 0 and "2026-06-30" in out and "e2" in out
+    missing = [*key[:4], "--attribute", "x"]
+    status, _, err = sgam(monkeypatch, capsys, "get", "--db", replayed, *missing)
+    assert status == 2 and "no fact" in err
+
+
+def test_search_runs_store_search_with_filter_mode_and_at(replayed, monkeypatch, capsys) -> None:
+    base = ["search", "--db", replayed, "--tenant", "acme", "passport deadline", "--json"]
+    status, out, _ = sgam(monkeypatch, capsys, *base)
+    rows = json.loads(out)
+    assert status == 0 and [(r["key"], r["value"]) for r in rows] == [
+        ("passport_deadline", {"value": "2026-06-30"})
+    ]
+    status, out, _ = sgam(monkeypatch, capsys, *base, "--at", "2026-06-02T00:00:00Z")
+    assert [r["value"] for r in json.loads(out)] == [{"value": "2026-07-15"}]
+    status, out, _ = sgam(monkeypatch, capsys, *base, "--filter", '{"value": "2026-07-15"}')
+    assert status == 0 and json.loads(out) == []  # the old value is not current
+    status, out, _ = sgam(monkeypatch, capsys, *base, "--mode", "keyword", "--subject", "nobody")
+    assert status == 0 and json.loads(out) == []
+    status, _, err = sgam(monkeypatch, capsys, *base, "--mode", "vector")
+    assert status == 2 and "--embedding local" in err
+    status, _, err = sgam(monkeypatch, capsys, *base, "--filter", '{"value": {"$in": [1]}}')
+    assert status == 2 and "Unknown filter operator" in err
+
+
+def test_recall_prints_the_cited_context(replayed, monkeypatch, capsys) -> None:
+    question = "When is Mira's passport deadline?"
+    with SGAMStore.from_conn_string(replayed) as store:
+        want = store.recall("acme", question, subjects=["mira"]).text
+    args = ["recall", "--db", replayed, "--tenant", "acme", question, "--subject", "mira"]
+    status, out, _ = sgam(monkeypatch, capsys, *args)
+    assert status == 0 and out.strip() == want.strip()
+    status, out, _ = sgam(monkeypatch, capsys, *args, "--at", "2026-06-02T00:00:00Z", "--json")
+    facts = json.loads(out)["facts"]
+    assert [f["value"] for f in facts if f["key"] == "mira.passport_deadline"] == ["2026-07-15"]
+
+
+def test_without_the_cli_extra_sgam_says_how_to_install_it(tmp_path: Path) -> None:
+    """A plain install has no rich: `sgam` names the extra instead of a traceback."""
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class _NoRich:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'rich':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _NoRich())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "sgam_store.cli", "ledger", "--db", "x.db"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "pip install 'sgam-store[cli]'" in out.stderr and "Traceback" not in out.stderr

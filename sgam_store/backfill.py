@@ -20,15 +20,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import erasure, ledger
+from .facts import FactWriter
 from .index import KEYWORD_ROWIDS, flush_keywords, write_vectors
-from .models import MemoryFact
 from .schema_migration import REGISTRY, TransformRegistry, is_scalar
-
-if TYPE_CHECKING:
-    from .store import SGAMStore
 
 _AT = {name: i for i, name in enumerate(ledger._NAMES)}
 
@@ -88,18 +85,18 @@ def _plan(row: tuple, registry: TransformRegistry, max_bytes: int) -> _Plan:
     return _Plan(row, tuple(copy), value, ",".join(s.name for s in steps))
 
 
-def _embed(store: SGAMStore, plans: list[_Plan]) -> dict[int, list[tuple[str, bytes]]]:
+def _embed(facts: FactWriter, plans: list[_Plan]) -> dict[int, list[tuple[str, bytes]]]:
     """New vectors for facts that had vectors (a fact has one believed version at a time)."""
-    if not store._spec:
+    if not facts.spec:
         return {}
     values = {p.row[_AT["fact_id"]]: p.value for p in plans}
-    with store._lock:
-        had = store.conn.execute(
+    with facts.engine.reading() as conn:
+        had = conn.execute(
             "SELECT DISTINCT fact_id FROM vector_rows "
             "WHERE fact_id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(values)),),
         ).fetchall()
-    return {fid: store._vectors_for(values[fid]) for (fid,) in had}
+    return {fid: facts.vectors_for(values[fid]) for (fid,) in had}
 
 
 def _rewrite(tx: ledger.Tx, plan: _Plan) -> int:
@@ -113,7 +110,7 @@ def _rewrite(tx: ledger.Tx, plan: _Plan) -> int:
 
 
 def _reindex(
-    tx: ledger.Tx, store: SGAMStore, plan: _Plan, vectors: list[tuple[str, bytes]] | None
+    tx: ledger.Tx, facts: FactWriter, plan: _Plan, vectors: list[tuple[str, bytes]] | None
 ) -> bool:
     """Rebuild the fact's keyword row (if it had one) and vectors (if re-embedded)."""
     fact_id, row = plan.row[_AT["fact_id"]], plan.row
@@ -121,10 +118,7 @@ def _reindex(
         f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (json.dumps([fact_id]),)
     ).rowcount
     if had_keyword:
-        key = MemoryFact.model_construct(
-            subject=row[_AT["subject"]], attribute=row[_AT["attribute"]]
-        )
-        body = store._keyword_body(key, plan.value, None)
+        body = facts.keyword_text(row[_AT["subject"]], row[_AT["attribute"]], plan.value, None)
         flush_keywords(tx.cur, [(fact_id, row[_AT["tenant_id"]], body)])
     if vectors is not None:
         erasure.delete_vectors(tx.cur, [fact_id])
@@ -134,7 +128,7 @@ def _reindex(
 
 
 def _apply(
-    tx: ledger.Tx, *, store: SGAMStore, plans: list[_Plan], vectors: dict[int, Any]
+    tx: ledger.Tx, *, facts: FactWriter, plans: list[_Plan], vectors: dict[int, Any]
 ) -> BackfillReport:
     done = BackfillReport()
     for plan in plans:
@@ -154,13 +148,13 @@ def _apply(
         done.by_step[step] = done.by_step.get(step, 0) + 1
         done.migrated += 1
         done.fact_ids.append(fact_id)
-        done.reindexed += _reindex(tx, store, plan, vectors.get(fact_id))
+        done.reindexed += _reindex(tx, facts, plan, vectors.get(fact_id))
     return done
 
 
-def _select(store: SGAMStore, match: str, params: list[Any], after: int, limit: int) -> list:
-    with store._lock:
-        return store.conn.execute(
+def _select(facts: FactWriter, match: str, params: list[Any], after: int, limit: int) -> list:
+    with facts.engine.reading() as conn:
+        return conn.execute(
             f"SELECT {ledger.COLUMNS} FROM facts WHERE known_to IS NULL AND row_id > ? "
             f"AND {match} ORDER BY row_id LIMIT ?",
             (after, *params, limit),
@@ -168,7 +162,7 @@ def _select(store: SGAMStore, match: str, params: list[Any], after: int, limit: 
 
 
 def run_backfill(
-    store: SGAMStore, *, batch_size: int = 500, registry: TransformRegistry = REGISTRY
+    facts: FactWriter, *, batch_size: int = 500, registry: TransformRegistry = REGISTRY
 ) -> BackfillReport:
     """Rewrite every believed row that has a registered transform (see the module doc)."""
     if batch_size < 1:
@@ -178,13 +172,13 @@ def run_backfill(
         return report
     match, params = _match(registry)
     after = 0
-    while rows := _select(store, match, params, after, batch_size):
+    while rows := _select(facts, match, params, after, batch_size):
         after = rows[-1][_AT["row_id"]]
-        plans = [_plan(row, registry, store.max_value_bytes) for row in rows]
-        vectors = _embed(store, plans)
-        report.add(store._writer.run(partial(_apply, store=store, plans=plans, vectors=vectors)))
-    with store._lock:
-        report.remaining = store.conn.execute(
+        plans = [_plan(row, registry, facts.max_value_bytes) for row in rows]
+        vectors = _embed(facts, plans)
+        report.add(facts.run(partial(_apply, facts=facts, plans=plans, vectors=vectors)))
+    with facts.engine.reading() as conn:
+        report.remaining = conn.execute(
             f"SELECT COUNT(*) FROM facts WHERE known_to IS NULL AND {match}", params
         ).fetchone()[0]
     return report

@@ -185,7 +185,6 @@ def consolidate(
     transaction, so a background manager rerun over the conversation skips it.
     """
     cfg = config or ConsolidationConfig()
-    store._ensure_ready()
     namespaces.check_item_namespace((tenant_id,))
     episode = store.get_episode(episode_id, tenant_id=tenant_id)
     if episode is None:
@@ -231,7 +230,7 @@ def consolidate(
             mark_extracted(tx, episode_id, extractor)
 
     result = write_path.apply_updates(
-        store,
+        store.facts,
         direct,
         tenant_id=tenant_id,
         episode_id=episode_id,
@@ -287,8 +286,8 @@ def _is_current(store: SGAMStore, tenant_id: str, item: _Held) -> bool:
 
 def _support_of(store: SGAMStore, tenant_id: str, item: _Held) -> set[str]:
     """Episodes already supporting the pending candidate this one matches."""
-    with store._lock:
-        rows = store.conn.execute(
+    with store.engine.reading() as conn:
+        rows = conn.execute(
             "SELECT s.episode_id FROM memory_candidates c "
             "JOIN candidate_support s ON s.candidate_id = c.candidate_id "
             "WHERE c.tenant_id = ? AND c.subject = ? AND c.attribute = ? "
@@ -398,7 +397,6 @@ def confirm_candidate(
     episode (whose text holds the quoted evidence), valid from the confirmation; the
     confirming episode joins the candidate's support and the fact's sources.
     """
-    store._ensure_ready()
     (candidate,) = _load(store, "candidate_id", [candidate_id]) or [None]
     if candidate is None or candidate.tenant_id != tenant_id:
         raise FactNotFoundError(f"no candidate {candidate_id} for tenant {tenant_id!r}")
@@ -410,8 +408,8 @@ def confirm_candidate(
     latest = max(
         (s for s in candidate.support if s.evidence is not None), key=lambda s: s.recorded_at
     )
-    with store._lock:
-        (payload_text,) = store.conn.execute(
+    with store.engine.reading() as conn:
+        (payload_text,) = conn.execute(
             "SELECT payload FROM candidate_support WHERE candidate_id = ? AND episode_id = ?",
             (candidate_id, latest.episode_id),
         ).fetchone()
@@ -425,7 +423,7 @@ def confirm_candidate(
                 _promote(tx, candidate_id, fact, "confirmation")
 
     result = write_path.apply_updates(
-        store,
+        store.facts,
         [payload],
         tenant_id=tenant_id,
         episode_id=latest.episode_id,
@@ -450,7 +448,6 @@ def list_candidates(
     attribute: str | None = None,
 ) -> list[Candidate]:
     """The tenant's candidates (pending by default; `status=None` for all), with support."""
-    store._ensure_ready()
     sql, params = (
         f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE tenant_id = ?",
         [tenant_id],
@@ -458,8 +455,8 @@ def list_candidates(
     for column, value in (("status", status), ("subject", subject), ("attribute", attribute)):
         if value is not None:
             sql, params = f"{sql} AND {column} = ?", [*params, value]
-    with store._lock:
-        rows = store.conn.execute(f"{sql} ORDER BY candidate_id", params).fetchall()
+    with store.engine.reading() as conn:
+        rows = conn.execute(f"{sql} ORDER BY candidate_id", params).fetchall()
     return _with_support(store, rows)
 
 
@@ -467,7 +464,6 @@ def sweep_candidates(
     store: SGAMStore, *, tenant_id: str | None = None, now: clock.Timestamp | None = None
 ) -> int:
     """Mark pending candidates whose `expires_at` has passed as expired; return the count."""
-    store._ensure_ready()
     at = clock.normalize(now) if now is not None else None
 
     def body(tx: ledger.Tx) -> int:
@@ -478,7 +474,7 @@ def sweep_candidates(
             sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
         return tx.cur.execute(sql, params).rowcount
 
-    return store._writer.run(body)
+    return store.facts.run(body)
 
 
 def mark_extracted(tx: ledger.Tx, episode_id: str, extractor: str) -> None:
@@ -492,9 +488,8 @@ def mark_extracted(tx: ledger.Tx, episode_id: str, extractor: str) -> None:
 
 def is_extracted(store: SGAMStore, episode_id: str) -> bool:
     """True once a background manager has consolidated this episode's extraction."""
-    store._ensure_ready()
-    with store._lock:
-        row = store.conn.execute(
+    with store.engine.reading() as conn:
+        row = conn.execute(
             "SELECT 1 FROM episode_extractions WHERE episode_id = ?", (episode_id,)
         ).fetchone()
     return row is not None
@@ -504,8 +499,8 @@ def _load(store: SGAMStore, column: str, values: Sequence[Any]) -> list[Candidat
     if not values:
         return []
     marks = ", ".join("?" * len(values))
-    with store._lock:
-        rows = store.conn.execute(
+    with store.engine.reading() as conn:
+        rows = conn.execute(
             f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE {column} IN ({marks})",
             list(values),
         ).fetchall()
@@ -517,8 +512,8 @@ def _with_support(store: SGAMStore, rows: list[tuple]) -> list[Candidate]:
     out = []
     for row in rows:
         r = dict(zip(names, row, strict=True))
-        with store._lock:
-            support = store.conn.execute(
+        with store.engine.reading() as conn:
+            support = conn.execute(
                 "SELECT episode_id, json_extract(payload, '$.evidence'), confidence, "
                 "recorded_at FROM candidate_support WHERE candidate_id = ? "
                 "ORDER BY recorded_at, episode_id",

@@ -25,7 +25,7 @@ from .errors import EpisodeNotFoundError, FactNotFoundError, InvalidEpisodeError
 from .models import Fact
 
 if TYPE_CHECKING:
-    from .store import SGAMStore
+    from .engine import SQLiteEngine
 
 SourceKind = Literal["user_message", "assistant_message", "tool_result", "business_event"]
 EXTERNAL_PREFIXES = ("external:", "thread:", "run:")
@@ -157,11 +157,11 @@ def load(cur: Any, episode_id: str, tenant_id: str | None = None) -> Episode | N
     return Episode.model_validate({**r, "metadata": json.loads(r["metadata"])})
 
 
-# ---------------------------------------------------------------- store level
+# ---------------------------------------------------------------- on an engine
 
 
 def record_episode(
-    store: SGAMStore,
+    engine: SQLiteEngine,
     tenant_id: str,
     content: str,
     *,
@@ -174,7 +174,6 @@ def record_episode(
     episode_id: str | None = None,
 ) -> Episode:
     """Validate and append one episode; `occurred_at` defaults to now, the id to a new uuid."""
-    store._ensure_ready()
     now = clock.CLOCK.now()
     try:
         episode = Episode(
@@ -191,20 +190,19 @@ def record_episode(
         )
     except ValidationError as exc:
         raise InvalidEpisodeError(explain(exc)) from None
-    store._writer.run(lambda tx: insert(tx.cur, episode))
+    engine.transaction(lambda cur: insert(cur, episode))
     return episode
 
 
 def get_episode(
-    store: SGAMStore, episode_id: str, *, tenant_id: str | None = None
+    engine: SQLiteEngine, episode_id: str, *, tenant_id: str | None = None
 ) -> Episode | None:
-    store._ensure_ready()
-    with store._lock:
-        return load(store.conn, episode_id, tenant_id)
+    with engine.reading() as conn:
+        return load(conn, episode_id, tenant_id)
 
 
 def who_said(
-    store: SGAMStore, fact: Fact | int, *, tenant_id: str | None = None
+    engine: SQLiteEngine, fact: Fact | int, *, tenant_id: str | None = None
 ) -> Episode | ExternalSource:
     """The episode behind a fact (text and speaker), or its explicit external marker.
 
@@ -212,10 +210,9 @@ def who_said(
     episode must belong to the fact's tenant. A source id that is neither a recorded
     episode nor an external marker raises `EpisodeNotFoundError`: provenance is broken.
     """
-    store._ensure_ready()
     fact_id = fact.fact_id if isinstance(fact, Fact) else fact
-    with store._lock:
-        row = store.conn.execute(
+    with engine.reading() as conn:
+        row = conn.execute(
             "SELECT tenant_id, source_episode_id FROM facts WHERE fact_id = ? LIMIT 1", (fact_id,)
         ).fetchone()
         if row is None or (tenant_id is not None and row[0] != tenant_id):
@@ -223,7 +220,7 @@ def who_said(
         owner, source = row
         if is_external(source):
             return external_source(source)
-        episode = load(store.conn, source, owner)
+        episode = load(conn, source, owner)
     if episode is None:
         raise EpisodeNotFoundError(
             f"fact {fact_id} cites {source!r}, which is neither a recorded episode of tenant "

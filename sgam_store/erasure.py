@@ -286,10 +286,11 @@ def execute(
             optimize_fts(tx.cur)
         return report
 
-    with writer.lock, secure_delete(writer.conn, secure):
+    engine = writer.engine
+    with engine.lock, secure_delete(engine.conn, secure):
         report = writer.run(body)
         if secure:
-            report.checkpointed = checkpoint(writer.conn)
+            report.checkpointed = checkpoint(engine.conn)
     return report
 
 

@@ -20,21 +20,16 @@ read), retried as a whole on busy/locked, a bounded number of times with jitter.
 from __future__ import annotations
 
 import json
-import random
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from . import clock, episodes, namespaces, schema_migration
-from .connection import is_busy
 from .errors import (
     ConflictError,
     InvalidFactError,
     KeptExistingError,
-    StoreBusyError,
     ValueTooLargeError,
 )
 from .models import Fact, MemoryFact
@@ -51,7 +46,6 @@ COLUMNS = (
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
 _INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})"
 
-MAX_ATTEMPTS = 8
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
 
 
@@ -414,50 +408,25 @@ def put_start(tx: Tx, ns: str, attribute: str) -> str:
 
 
 class Writer:
-    """Runs write transactions on one connection, with bounded whole-transaction retry."""
+    """Runs the ledger's write transactions on an engine: each body gets a fresh `Tx`."""
 
-    def __init__(
-        self,
-        conn: Any,
-        lock: Any,
-        max_attempts: int = MAX_ATTEMPTS,
-        on_commit: Callable[[Tx], None] | None = None,
-    ) -> None:
-        self.conn = conn
-        self.lock = lock
-        self.max_attempts = max_attempts
-        self.on_commit = on_commit  # sees each committed Tx, under the lock
+    def __init__(self, engine: Any, on_commit: Callable[[Tx], None] | None = None) -> None:
+        self.engine = engine
+        self.on_commit = on_commit  # sees each committed Tx, under the engine's lock
 
     def run(self, body: Callable[[Tx], T]) -> T:
-        """Run `body` in `BEGIN IMMEDIATE`; on busy/locked, roll back and run it again."""
-        for attempt in range(self.max_attempts):
-            try:
-                with self.lock, self._transaction() as tx:
-                    return body(tx)
-            except Exception as exc:
-                if not is_busy(exc):
-                    raise
-                if attempt + 1 < self.max_attempts:  # no pointless sleep before giving up
-                    time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
-        raise StoreBusyError(f"database stayed locked after {self.max_attempts} attempts")
+        """Run `body` in one write transaction, retried whole by the engine when busy."""
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Tx]:
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
+        def in_transaction(cur: Any) -> tuple[Tx, T]:
             top = cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
             tx = Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top)
-            yield tx
-            cur.execute("COMMIT")
-        except BaseException:
-            # SQLite may already have rolled back (e.g. SQLITE_FULL); a second ROLLBACK
-            # would raise "no transaction is active" and hide the real error.
-            if self.conn.in_transaction:
-                cur.execute("ROLLBACK")
-            raise
-        if self.on_commit is not None:
-            self.on_commit(tx)
+            return tx, body(tx)
+
+        def committed(outcome: tuple[Tx, T]) -> None:
+            if self.on_commit is not None:
+                self.on_commit(outcome[0])
+
+        return self.engine.transaction(in_transaction, committed=committed)[1]
 
 
 # ---------------------------------------------------------------- reads

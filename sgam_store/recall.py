@@ -9,7 +9,7 @@ trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from .models import Fact
 from .search import Scope
 
 if TYPE_CHECKING:
-    from .store import SGAMStore
+    from .engine import SQLiteEngine
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,13 @@ def _state_sql(
     return cond, params
 
 
+# A ranked search of facts within a scope: (scope, query, limit) -> facts, best first.
+SearchFacts = Callable[[Scope, str, int], list[Fact]]
+
+
 def recall(
-    store: SGAMStore,
+    engine: SQLiteEngine,
+    search_facts: SearchFacts,
     tenant_id: str,
     question: str | None = None,
     *,
@@ -88,26 +93,25 @@ def recall(
         known_at=None if known_at is None else clock.normalize(known_at),
         tenant=tenant_id,
     )
-    store._ensure_ready()
-    with store.read_snapshot():  # state, evidence and history from one committed state
+    engine.ensure_ready()
+    with engine.snapshot() as conn:  # state, evidence and history from one committed state
         facts: list[Fact] = []
         if subjects or attributes or memory_types:
             cond, params = _state_sql(scope, subjects, attributes, memory_types)
-            with store._lock:
-                rows = store.conn.execute(
-                    f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
-                    "ORDER BY f.subject, f.attribute LIMIT ?",
-                    (*params, max_facts),
-                ).fetchall()
+            rows = conn.execute(
+                f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
+                "ORDER BY f.subject, f.attribute LIMIT ?",
+                (*params, max_facts),
+            ).fetchall()
             facts = [ledger.row_to_fact(r) for r in rows]
         evidence = _search_evidence(
-            store, scope, question, k, {(f.subject, f.attribute) for f in facts}
+            search_facts, scope, question, k, {(f.subject, f.attribute) for f in facts}
         )
         if not (subjects or attributes or memory_types):
             # No structured selection was asked for: the best search hits are the state. With
             # one, hits never become authoritative, even when the selection matched nothing.
             facts, evidence = evidence, []
-        history = _history_of(store, facts, scope)
+        history = _history_of(conn, facts, scope)
     return Context(
         text=_render(facts, evidence, history, scope),
         facts=facts,
@@ -118,19 +122,24 @@ def recall(
 
 
 def _search_evidence(
-    store: SGAMStore, scope: Scope, question: str | None, k: int, seen: set[tuple[str, str]]
+    search_facts: SearchFacts,
+    scope: Scope,
+    question: str | None,
+    k: int,
+    seen: set[tuple[str, str]],
 ) -> list[Fact]:
     if not question:
         return []
-    hits = store.execute_search(scope, question, limit=k + len(seen))
+    hits = search_facts(scope, question, k + len(seen))
     out = [f for f in hits if (f.subject, f.attribute) not in seen]
     return out[:k]
 
 
-def _history_of(store: SGAMStore, facts: list[Fact], scope: Scope) -> list[Fact]:
+def _history_of(conn: Any, facts: list[Fact], scope: Scope) -> list[Fact]:
     out: list[Fact] = []
     for fact in facts:
-        for old in store.history(fact.tenant_id, fact.subject, fact.attribute, scope.known_at):
+        ns = namespaces.to_text(fact.namespace)
+        for old in ledger.history(conn, ns, fact.attribute, scope.known_at):
             if old.fact_id != fact.fact_id and old.valid_from < fact.valid_from:
                 out.append(old)
     return out

@@ -43,8 +43,8 @@ class RetrievalConfig:
     fusion: "relative" (default) takes the weighted mean of both signals' normalized
     scores over the candidate union; "rrf" adds weight / (rrf_k + rank) instead. Either
     way the reported score is a similarity that never rises down the fused order (see
-    `similarity_scores`). `threshold` drops results whose score is below it. `depth` is how many candidates
-    each ranking contributes before fusion.
+    `ranking.similarity_scores`). `threshold` drops results whose score is below it.
+    `depth` is how many candidates each ranking contributes before fusion.
     """
 
     mode: str = "hybrid"
@@ -555,135 +555,6 @@ def keyword_ranking(conn: Any, scope: Scope, op: SearchOp, want: int, seen: Cand
     if match is None:
         return []
     return deepen(bm25_hits(conn, match), keyword_depth(want), want, seen)[:want]
-
-
-def hybrid_rankings(
-    conn: Any,
-    scope: Scope,
-    op: SearchOp,
-    query_vec: bytes,
-    want: int,
-    seen: Candidates,
-    scan: Callable[[], Scan | None],
-    keywords: KeywordQuery | None,
-) -> tuple[Ranked, Ranked]:
-    """(vector ranking, keyword ranking), each `want` deep when that many match.
-
-    `scan()` waits for the cache's similarity scan, which may be running in another
-    thread while FTS5 runs here (None: use vec0). The first batch of both sides is
-    checked against the scope in one query.
-    """
-    keyword_fetch: Fetch = bm25_hits(conn, keywords) if keywords else lambda n: ([], True)
-    kw_first = keyword_fetch(keyword_depth(want))
-    cached = scan()
-    vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
-    seen.check(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
-    vector = vector_ranking(conn, scope, op, query_vec, want, seen, cached, vec_first)
-    keyword = deepen(keyword_fetch, keyword_depth(want), want, seen, kw_first)[:want]
-    return vector, keyword
-
-
-def _tie_ranks(ranked: Ranked) -> dict[int, int]:
-    """1-based competition ranks: equal scores share a rank, so ties add no order."""
-    ranks: dict[int, int] = {}
-    for position, (fact_id, score, _) in enumerate(ranked):
-        tied = position > 0 and score == ranked[position - 1][1]
-        ranks[fact_id] = ranks[ranked[position - 1][0]] if tied else position + 1
-    return ranks
-
-
-def fuse_rrf(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, float, Any]]:
-    """Weighted reciprocal rank fusion: sum of weight / (rrf_k + rank) over rankings.
-
-    Returns (fact_id, score, row) best first, the score divided by its ceiling (first in
-    every ranking) so it lies in (0, 1]; ties keep the first ranking's order.
-    """
-    fused: dict[int, float] = {}
-    rows: dict[int, Any] = {}
-    order: dict[int, int] = {}
-    for weight, ranked in weighted:
-        for fact_id, rank in _tie_ranks(ranked).items():
-            fused[fact_id] = fused.get(fact_id, 0.0) + weight / (rrf_k + rank)
-        for fact_id, _, row in ranked:
-            rows.setdefault(fact_id, row)
-            order.setdefault(fact_id, len(order))
-    ceiling = sum(weight for weight, _ in weighted) / (rrf_k + 1) or 1.0
-    best = sorted(fused, key=lambda fid: (-fused[fid], order[fid]))
-    return [(fid, fused[fid] / ceiling, rows[fid]) for fid in best]
-
-
-def _min_max(scores: dict[int, float]) -> dict[int, float]:
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    return {fid: (v - low) / span if span else 1.0 for fid, v in scores.items()}
-
-
-# The weakest keyword match's share of the keyword signal (the best gets 1). Measured with
-# benchmarks/retrieval_eval.py, hybrid recall@1/5/10: floor 0 (plain min-max) 0.856 /
-# 0.972 / 0.983; 0.05: 0.867 / 0.972 / 0.978; 0.1: 0.878 / 0.972 / 0.972; 0.3: 0.911 /
-# 0.967 / 0.972. A share of the best raw BM25 instead: 0.883 / 0.950 / 0.961.
-KEYWORD_FLOOR = 0.1
-
-
-def _floored(scores: dict[int, float]) -> dict[int, float]:
-    """Min-max into [KEYWORD_FLOOR, 1]: every match keeps a part above a non-match's 0."""
-    return {fid: KEYWORD_FLOOR + (1 - KEYWORD_FLOOR) * v for fid, v in _min_max(scores).items()}
-
-
-def fuse_relative(
-    vector: tuple[float, Ranked], keyword: tuple[float, Ranked]
-) -> list[tuple[int, float, Any]]:
-    """Relative score fusion: the weighted mean of each signal's normalized score.
-
-    Unlike RRF it keeps score gaps: a candidate that is clearly best on one signal and
-    merely tied on the other wins, where rank fusion would let the ties decide. The
-    vector ranking covers every candidate (keyword hits get their exact cosine), so it
-    is min-max normalized over them. BM25 is min-max normalized onto [KEYWORD_FLOOR, 1]:
-    the weakest keyword match still counts, so of two candidates equal on vectors the
-    one that also matches the words ranks first. A candidate missing from
-    a ranking gets 0 for that signal. The score is the fused one, in [0, 1], so it
-    falls with rank.
-    """
-    fused: dict[int, float] = {}
-    rows: dict[int, Any] = {}
-    total = vector[0] + keyword[0] or 1.0
-    for (weight, ranked), normalize in ((vector, _min_max), (keyword, _floored)):
-        if not ranked:
-            continue
-        for fact_id, norm in normalize({fid: score for fid, score, _ in ranked}).items():
-            fused[fact_id] = fused.get(fact_id, 0.0) + weight * norm / total
-        for fact_id, _, row in ranked:
-            rows.setdefault(fact_id, row)
-    best = sorted(fused, key=lambda fid: -fused[fid])
-    return [(fid, fused[fid], rows[fid]) for fid in best]
-
-
-def similarity_scores(
-    fused: list[tuple[int, float, Any]], cosine: dict[int, float], keyword: Ranked
-) -> Ranked:
-    """The fused order, scored on the cosine-similarity scale, never rising down the list.
-
-    LangGraph's stores report a search score as the similarity, and its store suite checks
-    that; the fused order can rank a keyword match above a more similar hit. Each hit
-    therefore gets the best similarity at or below its rank: its own cosine wherever the
-    order agrees with similarity (always, for one result), otherwise that of the more
-    similar hit it outranks. A hit without vectors takes the score above it. With no
-    vectors among the candidates the order is the keyword one, scored as in keyword mode.
-    """
-    if not any(fid in cosine for fid, _, _ in fused):
-        return keyword
-    scores: list[float | None] = []
-    best: float | None = None
-    for fid, _, _ in reversed(fused):
-        value = cosine.get(fid)
-        if value is not None and (best is None or value > best):
-            best = value
-        scores.append(best)
-    scores.reverse()
-    for i in range(1, len(scores)):
-        if scores[i] is None:
-            scores[i] = scores[i - 1]
-    return [(fid, score, row) for (fid, _, row), score in zip(fused, scores, strict=True)]
 
 
 def cosine_for(

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,11 +30,9 @@ from langgraph.store.base import (
 
 from . import (
     clock,
-    connection,
     episodes,
     erasure,
     ledger,
-    migrations,
     namespaces,
     retention,
     schema_migration,
@@ -45,21 +40,19 @@ from . import (
     write_path,
 )
 from .backfill import BackfillReport, run_backfill
+from .engine import SQLiteEngine
 from .erasure import PurgeReport
 from .errors import InvalidFactError, ReadOnlyViewError
+from .facts import FactWriter
 from .index import (
-    WHOLE_VALUE,
     IndexSpec,
-    field_texts,
-    flush_keywords,
-    flush_vectors,
-    keyword_text,
 )
 from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
+from .ranking import Ranker
 from .retention import RetentionReport
 from .search import Scope
 from .stats import collect_stats
-from .vector_cache import Scan, VectorCache
+from .vector_cache import VectorCache
 
 if TYPE_CHECKING:
     from .candidates import MemoryUpdate
@@ -68,11 +61,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
-# Hybrid search overlaps the vector scan with FTS5 from this many vectors in scope.
-# Measured (2 cores): 400 vectors 1.16 vs 1.19 ms sequential, 2,000 1.53 vs 1.72 ms;
-# below a few hundred the thread hand-off would cost more than the scan.
-OVERLAP_MIN_VECTORS = 256
-_CORES = os.cpu_count() or 1
 
 
 @dataclass
@@ -118,16 +106,13 @@ class SGAMStore(BaseStore):
     __slots__ = (
         "_cache",
         "_lock",
-        "_owns_conn",
-        "_pool",
-        "_pool_pid",
-        "_ready",
+        "_ranker",
         "_spec",
-        "_terms",
-        "_writer",
         "conn",
         "default_source",
         "embeddings",
+        "engine",
+        "facts",
         "index_config",
         "max_value_bytes",
         "retrieval",
@@ -147,13 +132,9 @@ class SGAMStore(BaseStore):
     ) -> None:
         """`vector_cache=False` searches vec0 directly instead of an in-process mirror of
         the current vectors (see `vector_cache`; it costs 4 bytes x dims per fact)."""
-        self._owns_conn = isinstance(conn, str)
-        self.conn = (
-            connection.connect(conn, check=migrations.check_owned)
-            if isinstance(conn, str)
-            else conn
-        )
         self._spec = IndexSpec.from_config(index) if index else None
+        self.engine = SQLiteEngine(conn, dims=self._spec.dims if self._spec else None)
+        self.conn = self.engine.conn
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
@@ -164,13 +145,12 @@ class SGAMStore(BaseStore):
             if isinstance(retrieval, search.RetrievalConfig)
             else search.RetrievalConfig(**(retrieval or {}))
         )
-        self._terms = search.TermStats()
         self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
-        self._lock = threading.RLock()
-        self._pool: ThreadPoolExecutor | None = None  # see `_scan`
-        self._pool_pid = 0
-        self._writer = ledger.Writer(self.conn, self._lock, on_commit=self._committed)
-        self._ready = False
+        self._lock = self.engine.lock
+        self._ranker = Ranker(self.conn, self._lock, self._spec, self._cache)
+        self.facts = FactWriter(
+            self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
+        )
 
     @classmethod
     @contextmanager
@@ -190,24 +170,15 @@ class SGAMStore(BaseStore):
             store.close()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-        if self._owns_conn:
-            self.conn.close()
+        self._ranker.close()
+        self.engine.close()
 
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe across processes)."""
-        with self._lock:
-            connection.retry_busy(lambda: migrations.migrate(self.conn))
-            if self._spec:
-                spec = self._spec
-                connection.retry_busy(lambda: migrations.ensure_vector_table(self.conn, spec.dims))
-            self._ready = True
+        self.engine.setup()
 
     def _ensure_ready(self) -> None:
-        if not self._ready:
-            self.setup()
+        self.engine.ensure_ready()
 
     # ------------------------------------------------------------------ BaseStore
 
@@ -231,7 +202,7 @@ class SGAMStore(BaseStore):
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
         puts = self._prepare_puts(ops)
-        queries = self._embed_queries(ops)
+        queries = self._ranker.embed_queries(ops)
         results: list[Result] = [None] * len(ops)
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
@@ -241,34 +212,22 @@ class SGAMStore(BaseStore):
                     results[i] = self._read(scope, ops[i], queries.get(i))
             self._refresh_ttl(ops, results, scope)
             if puts:
-                self._writer.run(lambda tx: self._apply_puts(tx, puts))
+                self.facts.run(lambda tx: self._apply_puts(tx, puts))
         return results
 
     def _read(self, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
         if isinstance(op, GetOp):
             return search.get(self.conn, scope, op.namespace, op.key)
         if isinstance(op, SearchOp):
-            return self._search(scope, op, query_vec)
+            return self._ranker.search(scope, op, query_vec, self.retrieval)
         assert isinstance(op, ListNamespacesOp)
         return search.list_namespaces(self.conn, scope, op)
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
-        """One read transaction: every statement inside sees the same committed state.
-
-        A hybrid search runs several statements; without this, a write committed by
-        another connection between them could surface the superseded fact as well.
-        Reentrant: inside an open transaction it adds nothing.
-        """
-        with self._lock:
-            if self.conn.in_transaction:
-                yield
-                return
-            self.conn.execute("BEGIN")
-            try:
-                yield
-            finally:
-                self.conn.execute("COMMIT")
+        """One read transaction for several statements (see `SQLiteEngine.snapshot`)."""
+        with self.engine.snapshot():
+            yield
 
     # ------------------------------------------------------------------ write flow
 
@@ -286,7 +245,7 @@ class SGAMStore(BaseStore):
                     fields = list(op.index) if isinstance(op.index, list) else None
                     pairs = self._spec.texts(op.value, fields) if self._spec else None
                     subject = namespaces.split(op.namespace)[1]
-                    keyword = self._keyword_text(subject, op.key, op.value, fields, pairs)
+                    keyword = self.facts.keyword_text(subject, op.key, op.value, fields, pairs)
                     to_embed += [(len(prepared), field, chunk) for field, chunk in pairs or ()]
             ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
@@ -322,7 +281,7 @@ class SGAMStore(BaseStore):
                 retention_policy=None,
                 expires_at=None,
             )
-            self._write_fact(
+            self.facts.write(
                 tx,
                 fact,
                 put.vectors,
@@ -331,203 +290,19 @@ class SGAMStore(BaseStore):
                 encoded=put.encoded,
                 keyword=put.keyword,
             )
-        self._sync_current(tx)
-
-    def _write_fact(
-        self,
-        tx: ledger.Tx,
-        fact: MemoryFact,
-        vectors: list[tuple[str, bytes]],
-        *,
-        ttl: float | None = None,
-        decided_by: str | None = None,
-        index: bool | list[str] | None = True,
-        policy: ConflictPolicy | None = None,
-        encoded: tuple[str, int] | None = None,
-        keyword: str | None = None,
-    ) -> int:
-        """The one path from a fact to stored rows: ledger rule, then its index rows.
-
-        `index` is PutOp's: False keeps the fact out of keyword and vector search, a list
-        of paths restricts which fields are indexed. Index rows are queued on `tx` and
-        written by `_sync_current`, which every write transaction ends with.
-        """
-        row_id = ledger.replace_fact(
-            tx,
-            fact,
-            ttl_minutes=ttl,
-            decided_by=decided_by,
-            max_value_bytes=self.max_value_bytes,
-            policy=policy,
-            encoded=encoded,
-        )
-        if index is not False:
-            if keyword is None:
-                body = fact.value if isinstance(fact.value, dict) else {"value": fact.value}
-                keyword = self._keyword_body(fact, body, index if isinstance(index, list) else None)
-            tx.keyword_rows.append((row_id, fact.tenant_id, keyword))
-        if vectors:
-            tx.vector_rows.append((row_id, fact.tenant_id, vectors))
-        return row_id
-
-    def _keyword_body(
-        self, fact: MemoryFact, body: dict[str, Any], fields: list[str] | None
-    ) -> str:
-        """FTS text: the key's names plus the same fields the vectors embed (all, by default)."""
-        return self._keyword_text(fact.subject, fact.attribute, body, fields, None)
-
-    def _keyword_text(
-        self,
-        subject: str,
-        attribute: str,
-        body: dict[str, Any],
-        fields: list[str] | None,
-        pairs: list[tuple[str, str]] | None,
-    ) -> str:
-        """`_keyword_body`, reusing the (field, text) pairs already extracted for embedding."""
-        paths = fields or (list(self._spec.fields) if self._spec else None)
-        if not paths or paths == [WHOLE_VALUE]:
-            return keyword_text(subject, attribute, body)
-        pairs = pairs if pairs is not None else field_texts(body, paths)
-        return " ".join([subject, attribute, *(text for _, text in pairs)])
-
-    def _sync_current(self, tx: ledger.Tx) -> None:
-        """Write the transaction's queued index rows and mirror its open/closed changes
-        into vec0's `is_current` flag (and, after COMMIT, into the vector cache)."""
-        if tx.keyword_rows:
-            flush_keywords(tx.cur, tx.keyword_rows)
-            tx.keyword_rows = []
-        if self._spec:
-            tx.delta = flush_vectors(tx.cur, tx.vector_rows, tx.opened, tx.retired, tx.tenant_of)
-            tx.vector_rows = []
-
-    def _committed(self, tx: ledger.Tx) -> None:
-        """Mirror a committed write of this connection into the vector cache."""
-        if self._cache is not None and tx.delta is not None:
-            self._cache.apply(tx.delta)
-
-    def _vectors_for(self, value: Any) -> list[tuple[str, bytes]]:
-        if not self._spec:
-            return []
-        body = value if isinstance(value, dict) else {"value": value}
-        pairs = self._spec.texts(body)
-        if not pairs:
-            return []
-        embedded = self._spec.embeddings.embed_documents([t for _, t in pairs])
-        return [(f, self._spec.check(v)) for (f, _), v in zip(pairs, embedded, strict=True)]
+        self.facts.finish(tx)
 
     # ------------------------------------------------------------------ read flow
 
-    def _embed_queries(self, ops: Sequence[Op]) -> dict[int, bytes]:
-        if not self._spec:
-            return {}
-        wanted = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
-        vectors = {i: self._spec.embeddings.embed_query(q) for i, q in wanted.items()}
-        # A zero vector has no direction, so no cosine similarity: such a query (e.g. only
-        # punctuation) is answered by keywords alone.
-        return {i: self._spec.check(v) for i, v in vectors.items() if any(v)}
-
-    def _search(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> list:
-        if not op.query:
-            return search.listing(self.conn, scope, op)
-        ranked = self._rank(scope, op, query_vec)
-        floor = self.retrieval.threshold
-        if floor is not None:
-            ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
-        page = ranked[op.offset : op.offset + op.limit]
-        rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in page])
-        return [search.to_item(rows[row_id], score=score, search=True) for _, score, row_id in page]
-
-    def _rank(self, scope: Scope, op: SearchOp, query_vec: bytes | None) -> search.Ranked:
-        """Order by the configured retrieval mode. The score never rises with rank: the
-        cosine similarity when vectors exist (in hybrid mode on the fused order, see
-        `search.similarity_scores`), else the normalized BM25 score."""
-        cfg = self.retrieval
-        want = op.offset + op.limit
-        depth = max(want, cfg.depth)
-        seen = search.Candidates(self.conn, scope, op)
-        use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
-        if not use_vectors:
-            return search.keyword_ranking(self.conn, scope, op, want, seen)
-        assert query_vec is not None
-        if cfg.mode == "vector":
-            scan = self._scan(scope, op, query_vec, depth, overlap=False)
-            return search.vector_ranking(self.conn, scope, op, query_vec, depth, seen, scan())
-        # The keyword query is prepared before the scan starts, so the two threads do not
-        # contend for the GIL while both run Python.
-        keywords = search.keyword_match(self.conn, scope, op, self._terms)
-        scan = self._scan(scope, op, query_vec, depth, overlap=True)
-        vector, keyword = search.hybrid_rankings(
-            self.conn, scope, op, query_vec, depth, seen, scan, keywords
-        )
-        # Rank every candidate on both signals: keyword hits outside the KNN depth get their
-        # exact cosine, so the vector ranking covers the whole candidate union.
-        cosine = {fid: score for fid, score, _ in vector}
-        missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = search.cosine_for(self.conn, missing, query_vec, scan())
-        cosine.update(extra)
-        vector = sorted(
-            vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
-            key=lambda t: -t[1],
-        )
-        signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
-        if cfg.fusion == "rrf":
-            fused = search.fuse_rrf(signals, cfg.rrf_k)
-        else:
-            fused = search.fuse_relative(signals[0], signals[1])
-        return search.similarity_scores(fused, cosine, keyword)
-
-    def _scan(
-        self, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
-    ) -> Callable[[], Scan | None]:
-        """The vector cache's scan for this search, its first `want` hits ranked, or None
-        where vec0 must answer (a point-in-time scope, no cache, a zero query).
-
-        With `overlap` (hybrid search) a large scan runs in this store's scanner thread
-        while FTS5 runs on the connection: SQLite releases the GIL while it executes, so
-        on two cores the search costs about the slower side instead of the sum. Not the
-        other way round: numpy's einsum keeps the GIL, so FTS5 in the thread would wait.
-        """
-        cache = self._cache if scope.current else None  # it mirrors current vectors only
-        if cache is None:
-            return lambda: None
-        cache.ensure(self.conn)
-        if not cache.usable(query_vec):
-            return lambda: None
-        tenant = search.tenant_of(scope, op)
-
-        def run() -> Scan:
-            scan = cache.scan(query_vec, tenant)
-            scan.top(search.vector_depth(want))  # ranked here too, off the main thread
-            return scan
-
-        if overlap and _CORES > 1 and cache.count(tenant) >= OVERLAP_MIN_VECTORS:
-            return self._scanner().submit(run).result
-        done = run()
-        return lambda: done
-
-    def _scanner(self) -> ThreadPoolExecutor:
-        # A forked child inherits the executor but not its thread: start a new one there.
-        if self._pool is None or self._pool_pid != os.getpid():
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sgam-vector-scan")
-            self._pool_pid = os.getpid()
-        return self._pool
-
-    def execute_search(self, scope: Scope, query: str, *, limit: int = 10) -> list[Fact]:
+    def _search_facts(self, scope: Scope, query: str, limit: int) -> list[Fact]:
         """Ranked facts for `query` within `scope` (the read path's search step)."""
-        self._ensure_ready()
-        op = SearchOp((scope.tenant,) if scope.tenant else (), query=query, limit=limit)
-        vec = self._embed_queries([op]).get(0)
-        with self._lock:
-            ranked = self._rank(scope, op, vec)[:limit]
-            rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in ranked])
-        return [ledger.row_to_fact(rows[row_id]) for _, _, row_id in ranked]
+        return self._ranker.facts(scope, query, limit, self.retrieval)
 
     def recall(self, tenant_id: str, question: str | None = None, **kwargs: Any) -> Any:
         """The read path: cited context for the model (see `sgam_store.recall.recall`)."""
         from .recall import recall
 
-        return recall(self, tenant_id, question, **kwargs)
+        return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
 
     def _refresh_ttl(self, ops: Sequence[Op], results: list[Result], scope: Scope) -> None:
         """Push expiry forward for items read with refresh_ttl (TTLConfig semantics)."""
@@ -542,7 +317,7 @@ class SGAMStore(BaseStore):
                 if refresh:
                     keys += [(namespaces.to_text(it.namespace), it.key) for it in items]
         if keys:
-            self._writer.run(lambda tx: ledger.refresh_expiry(tx, keys))
+            self.facts.run(lambda tx: ledger.refresh_expiry(tx, keys))
 
     # ------------------------------------------------------------------ SGAM API
 
@@ -553,14 +328,14 @@ class SGAMStore(BaseStore):
         `KeptExistingError` (a ConflictError: nothing written).
         """
         self._ensure_ready()
-        vectors = self._vectors_for(fact.value)
+        vectors = self.facts.vectors_for(fact.value)
 
         def body(tx: ledger.Tx) -> int:
-            row_id = self._write_fact(tx, fact, vectors, policy=policy)
-            self._sync_current(tx)
+            row_id = self.facts.write(tx, fact, vectors, policy=policy)
+            self.facts.finish(tx)
             return row_id
 
-        row_id = self._writer.run(body)
+        row_id = self.facts.run(body)
         return self._fact_by_row(row_id)
 
     # write path: episodes and candidates (logic in episodes.py and write_path.py)
@@ -580,7 +355,7 @@ class SGAMStore(BaseStore):
     ) -> episodes.Episode:
         """Append a raw episode (message, tool result, event) that facts can cite."""
         return episodes.record_episode(
-            self,
+            self.engine,
             tenant_id,
             content,
             source_kind=source_kind,
@@ -596,13 +371,13 @@ class SGAMStore(BaseStore):
         self, episode_id: str, *, tenant_id: str | None = None
     ) -> episodes.Episode | None:
         """The recorded episode, or None (also when it belongs to another `tenant_id`)."""
-        return episodes.get_episode(self, episode_id, tenant_id=tenant_id)
+        return episodes.get_episode(self.engine, episode_id, tenant_id=tenant_id)
 
     def who_said(
         self, fact: Fact | int, *, tenant_id: str | None = None
     ) -> episodes.Episode | episodes.ExternalSource:
         """The episode (text, speaker) behind a fact, or its explicit external marker."""
-        return episodes.who_said(self, fact, tenant_id=tenant_id)
+        return episodes.who_said(self.engine, fact, tenant_id=tenant_id)
 
     def apply_updates(
         self,
@@ -615,7 +390,12 @@ class SGAMStore(BaseStore):
     ) -> write_path.WriteResult:
         """Validate one episode's candidates; write the accepted ones in one transaction."""
         return write_path.apply_updates(
-            self, updates, tenant_id=tenant_id, episode_id=episode_id, schema=schema, policy=policy
+            self.facts,
+            updates,
+            tenant_id=tenant_id,
+            episode_id=episode_id,
+            schema=schema,
+            policy=policy,
         )
 
     def _fact_by_row(self, row_id: int) -> Fact:
@@ -680,10 +460,10 @@ class SGAMStore(BaseStore):
 
         def body(tx: ledger.Tx) -> int:
             closed = ledger.close_expired(tx)
-            self._sync_current(tx)
+            self.facts.finish(tx)
             return closed
 
-        return self._writer.run(body)
+        return self.facts.run(body)
 
     # ------------------------------------------------------------------ lifecycle
     # Expiry closes validity and keeps history; erasure removes. Logic lives in
@@ -696,15 +476,15 @@ class SGAMStore(BaseStore):
 
         def body(tx: ledger.Tx) -> RetentionReport:
             report = retention.run_retention(tx, at or tx.now)
-            self._sync_current(tx)
+            self.facts.finish(tx)
             return report
 
-        return self._writer.run(body)
+        return self.facts.run(body)
 
     def end_session(self, tenant_id: str, thread_id: str) -> RetentionReport:
         """Mark a thread's session ended and erase its session_only facts and episodes."""
         self._ensure_ready()
-        return self._writer.run(lambda tx: retention.end_session(tx, tenant_id, thread_id))
+        return self.facts.run(lambda tx: retention.end_session(tx, tenant_id, thread_id))
 
     def purge(
         self,
@@ -717,7 +497,7 @@ class SGAMStore(BaseStore):
         """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
         self._ensure_ready()
         return erasure.execute(
-            self._writer,
+            self.facts.ledger,
             lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
             secure=secure_delete,
         )
@@ -728,7 +508,7 @@ class SGAMStore(BaseStore):
         """Erase an episode and the facts whose only source it was; see `erasure`."""
         self._ensure_ready()
         return erasure.execute(
-            self._writer,
+            self.facts.ledger,
             lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
             secure=secure_delete,
         )
@@ -742,7 +522,7 @@ class SGAMStore(BaseStore):
     def backfill(self, *, batch_size: int = 500) -> BackfillReport:
         """Rewrite rows in an old value schema as new versions; see `backfill`."""
         self._ensure_ready()
-        return run_backfill(self, batch_size=batch_size)
+        return run_backfill(self.facts, batch_size=batch_size)
 
     def stats(self) -> dict[str, Any]:
         """Row counts, believed rows per value schema_version, and the file's free pages."""

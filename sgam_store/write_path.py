@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -32,12 +32,10 @@ from .errors import (
     KeptExistingError,
     ValueTooLargeError,
 )
+from .facts import FactWriter
 from .models import Fact, MemoryFact
 from .policies import ConflictPolicy
 from .schemas import MemorySchema, admit
-
-if TYPE_CHECKING:
-    from .store import SGAMStore
 
 RejectionKind = Literal["invalid", "schema", "conflict", "kept"]
 
@@ -81,7 +79,7 @@ class _Accepted:
 
 
 def apply_updates(
-    store: SGAMStore,
+    facts: FactWriter,
     updates: Iterable[MemoryUpdate | dict[str, Any]],
     *,
     tenant_id: str,
@@ -95,9 +93,8 @@ def apply_updates(
     `then(tx, written)` runs inside the same transaction after the facts are written, so
     bookkeeping that must land with them (consolidation's candidate links) is atomic too.
     """
-    store._ensure_ready()
     namespaces.check_item_namespace((tenant_id,))
-    episode = get_episode(store, episode_id, tenant_id=tenant_id)
+    episode = get_episode(facts.engine, episode_id, tenant_id=tenant_id)
     if episode is None:
         raise EpisodeNotFoundError(
             f"episode {episode_id!r} is not recorded for tenant {tenant_id!r}; "
@@ -108,7 +105,7 @@ def apply_updates(
     accepted: list[_Accepted] = []
     keys: set[tuple[str, str, str | None]] = set()
     for candidate in updates:
-        checked = _check(candidate, episode, schema, store.max_value_bytes)
+        checked = _check(candidate, episode, schema, facts.max_value_bytes)
         if isinstance(checked, Rejection):
             rejected.append(checked)
         elif isinstance(checked, MemoryUpdate):
@@ -118,15 +115,15 @@ def apply_updates(
             rejected.append(Rejection(candidate, reason + "and valid_from", "conflict"))
         else:
             keys.add(_key(checked))
-            accepted.append(_Accepted(candidate, checked, store._vectors_for(checked.value)))
+            accepted.append(_Accepted(candidate, checked, facts.vectors_for(checked.value)))
 
     def body(tx: ledger.Tx) -> tuple[list[Fact], list[Supersession], list[Rejection]]:
-        outcome = _write(store, tx, accepted, policy)
+        outcome = _write(facts, tx, accepted, policy)
         if then is not None:
             then(tx, outcome[0])
         return outcome
 
-    written, superseded, refused = store._writer.run(body)
+    written, superseded, refused = facts.run(body)
     return WriteResult(episode, written, superseded, rejected + refused, unchanged)
 
 
@@ -170,19 +167,19 @@ def _key(fact: MemoryFact) -> tuple[str, str, str]:
 
 
 def _write(
-    store: SGAMStore, tx: ledger.Tx, accepted: list[_Accepted], policy: ConflictPolicy | None
+    facts: FactWriter, tx: ledger.Tx, accepted: list[_Accepted], policy: ConflictPolicy | None
 ) -> tuple[list[Fact], list[Supersession], list[Rejection]]:
     """The transaction body: the ledger rule per fact, then a report read in the same tx."""
     row_ids: list[int] = []
     refused: list[Rejection] = []
     for item in accepted:
         try:
-            row_ids.append(store._write_fact(tx, item.fact, item.vectors, policy=policy))
+            row_ids.append(facts.write(tx, item.fact, item.vectors, policy=policy))
         except KeptExistingError as exc:  # before ConflictError: it is one
             refused.append(Rejection(item.candidate, str(exc), "kept"))
         except ConflictError as exc:  # raised before the ledger wrote anything for this fact
             refused.append(Rejection(item.candidate, str(exc), "conflict"))
-    store._sync_current(tx)
+    facts.finish(tx)
     written = [_latest(tx, row_id) for row_id in row_ids]  # a new fact's id is its row id
     superseded = [
         Supersession(fact, _latest(tx, fact.supersedes_fact_id))

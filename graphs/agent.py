@@ -36,10 +36,15 @@ from graphs.manager import consolidation_config, episode_for
 from graphs.models import chat_model
 from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, forwarded_settings
 from graphs.scope import MemoryContext, ScopeError, require_store, resolve_scope, setting
-from sgam_store import InvalidCandidateError, InvalidTimestampError, MemorySchema, clock
-from sgam_store.candidates import normalize_attribute
-from sgam_store.consolidation import ConsolidationConfig, consolidate
-from sgam_store.policies import ConflictPolicy
+from sgam_store import (
+    ConflictPolicy,
+    ConsolidationConfig,
+    InvalidCandidateError,
+    InvalidTimestampError,
+    MemorySchema,
+    consolidate,
+    normalize_attribute,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +108,7 @@ def memory_tools(
             "current_value": None if current is None else current.value,
             "change": change,
             "value": value,
-            "valid_from": valid_from or clock.fmt(episode.occurred_at),
+            "valid_from": valid_from or episode.occurred_at.isoformat(),
             "memory_type": memory_type,
             "confidence": 1.0,  # the user said it and asked for it: no recurrence needed
         }

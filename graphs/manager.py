@@ -2,8 +2,8 @@
 
 For each user message not yet extracted: record it as an episode (or reuse the one the
 agent's hot path recorded), show the model the episode and the subject's current values
-(`sgam_store.extraction`, structured output into `MemoryUpdate`), and hand the candidates
-to `sgam_store.consolidation.consolidate`, which holds weak ones as candidates and sends
+(`sgam_store.managers.extraction`, structured output into `MemoryUpdate`), and hand the candidates
+to `sgam_store.managers.consolidation.consolidate`, which holds weak ones as candidates and sends
 the rest through the write service (`apply_updates`) in one transaction, marking the
 episode extracted. Nothing here calls `put`; the model never names a tenant or episode.
 
@@ -28,15 +28,19 @@ from langgraph.runtime import Runtime
 
 from graphs.models import chat_model, model_label
 from graphs.scope import MemoryContext, MemoryScope, require_store, resolve_scope, setting
-from sgam_store import Episode, InvalidEpisodeError, MemorySchema, SGAMStore, extract_candidates
-from sgam_store.consolidation import (
+from sgam_store import (
+    ConflictPolicy,
     ConsolidationConfig,
     ConsolidationResult,
+    Episode,
+    InvalidEpisodeError,
+    MemorySchema,
+    SGAMStore,
     consolidate,
+    extract_candidates,
     is_extracted,
     sweep_candidates,
 )
-from sgam_store.policies import ConflictPolicy
 
 
 class ManagerState(MessagesState, total=False):

@@ -15,8 +15,7 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from sgam_store import InvalidCandidateError, SGAMStore, namespaces
-from sgam_store.candidates import normalize_subject
+from sgam_store import InvalidCandidateError, SGAMStore, fact_namespace, normalize_subject
 
 
 class ScopeError(ValueError):
@@ -80,7 +79,7 @@ class MemoryScope:
     @property
     def namespace(self) -> tuple[str, ...]:
         """The BaseStore namespace of the user's facts: (tenant_id, *subject path)."""
-        return namespaces.join(self.tenant_id, self.subject)
+        return fact_namespace(self.tenant_id, self.subject)
 
     def as_context(self) -> dict[str, str]:
         out = {"tenant_id": self.tenant_id, "user_id": self.user_id}
@@ -103,8 +102,7 @@ def resolve_scope(config: RunnableConfig | None, context: Any = None) -> MemoryS
         thread_id=_optional_str(setting("thread_id", config, context)),
     )
     try:
-        namespaces.check_item_namespace((scope.tenant_id,))
-        _ = scope.subject
+        _ = scope.namespace  # checks the tenant label and the normalized subject
     except (ValueError, InvalidCandidateError) as exc:
         raise ScopeError(f"invalid memory scope {scope.as_context()}: {exc}") from None
     return scope

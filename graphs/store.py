@@ -20,8 +20,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sgam_store import SGAMStore
-from sgam_store.embeddings import default_index
+from sgam_store import SGAMStore, default_index
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_DB_PATH = PROJECT_DIR / "sgam-memory.db"

@@ -1,14 +1,11 @@
 """sgam-store: a LangGraph BaseStore that keeps memory as typed facts with validity
 intervals, tenant scope and provenance, so it never returns a superseded value as current.
 
-The public API is listed here; everything else is internal.
+The public API is listed here (and `sgam_store.harness` for replay and evaluation tooling,
+`sgam_store.cli` for the command); everything else is internal.
 """
 
-from .backfill import BackfillReport
-from .candidates import MemoryUpdate
-from .episodes import Episode, ExternalSource
-from .erasure import PurgeReport
-from .errors import (
+from sgam_store.core.errors import (
     ConflictError,
     DimensionMismatchError,
     EpisodeNotFoundError,
@@ -32,15 +29,36 @@ from .errors import (
     TenantScopeError,
     ValueTooLargeError,
 )
-from .extraction import extract_candidates, extract_updates, extraction_messages
-from .models import Fact, MemoryFact
-from .policies import ConflictPolicy, Decision, LatestRecordedWins, SourcePrecedence
-from .retention import RetentionPolicy, RetentionReport, parse_policy
-from .schema_migration import TransformRegistry, register_transform
-from .schemas import AttributeSpec, MemorySchema
-from .store import SGAMStore
-from .views import View
-from .write_path import Rejection, Supersession, WriteResult
+from sgam_store.core.models import Fact, MemoryFact
+from sgam_store.core.namespaces import fact_namespace
+from sgam_store.core.schema_migration import TransformRegistry, register_transform
+from sgam_store.engines.sqlite.connection import connect
+from sgam_store.ledger.episodes import Episode, ExternalSource
+from sgam_store.ledger.policies import (
+    ConflictPolicy,
+    Decision,
+    LatestRecordedWins,
+    SourcePrecedence,
+)
+from sgam_store.lifecycle.backfill import BackfillReport
+from sgam_store.lifecycle.erasure import PurgeReport
+from sgam_store.lifecycle.retention import RetentionPolicy, RetentionReport, parse_policy
+from sgam_store.managers.consolidation import (
+    ConsolidationConfig,
+    ConsolidationResult,
+    confirm_candidate,
+    consolidate,
+    is_extracted,
+    list_candidates,
+    sweep_candidates,
+)
+from sgam_store.managers.extraction import extract_candidates, extract_updates, extraction_messages
+from sgam_store.read.embeddings import LOCAL_DIMS, LocalMiniLM, default_index, local_available
+from sgam_store.store import SGAMStore
+from sgam_store.views import View
+from sgam_store.write.candidates import MemoryUpdate, normalize_attribute, normalize_subject
+from sgam_store.write.schemas import AttributeSpec, MemorySchema
+from sgam_store.write.service import Rejection, Supersession, WriteResult
 
 __all__ = [
     "SGAMStore",
@@ -62,6 +80,21 @@ __all__ = [
     "extraction_messages",
     "extract_candidates",
     "extract_updates",
+    "ConsolidationConfig",
+    "ConsolidationResult",
+    "consolidate",
+    "confirm_candidate",
+    "list_candidates",
+    "sweep_candidates",
+    "is_extracted",
+    "normalize_subject",
+    "normalize_attribute",
+    "fact_namespace",
+    "connect",
+    "LocalMiniLM",
+    "LOCAL_DIMS",
+    "default_index",
+    "local_available",
     "PurgeReport",
     "RetentionPolicy",
     "RetentionReport",

@@ -28,36 +28,29 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from . import (
-    clock,
-    episodes,
-    erasure,
-    ledger,
-    namespaces,
-    retention,
-    schema_migration,
-    search,
-    write_path,
-)
-from .backfill import BackfillReport, run_backfill
-from .engine import SQLiteEngine
-from .erasure import PurgeReport
-from .errors import InvalidFactError, ReadOnlyViewError
-from .facts import FactWriter
-from .index import (
-    IndexSpec,
-)
-from .models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
-from .ranking import Ranker
-from .retention import RetentionReport
-from .search import Scope
-from .stats import collect_stats
-from .vector_cache import VectorCache
+from sgam_store import ledger
+from sgam_store.core import clock, namespaces, schema_migration
+from sgam_store.core.errors import InvalidFactError, ReadOnlyViewError
+from sgam_store.core.models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
+from sgam_store.engines.sqlite.engine import SQLiteEngine
+from sgam_store.ledger import episodes
+from sgam_store.lifecycle import erasure, retention
+from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
+from sgam_store.lifecycle.erasure import PurgeReport
+from sgam_store.lifecycle.retention import RetentionReport
+from sgam_store.lifecycle.stats import collect_stats
+from sgam_store.read import search
+from sgam_store.read.index import IndexSpec
+from sgam_store.read.ranking import Ranker
+from sgam_store.read.search import Scope
+from sgam_store.read.vector_cache import VectorCache
+from sgam_store.write import service
+from sgam_store.write.facts import FactWriter
 
 if TYPE_CHECKING:
-    from .candidates import MemoryUpdate
-    from .policies import ConflictPolicy
-    from .schemas import MemorySchema
+    from sgam_store.ledger.policies import ConflictPolicy
+    from sgam_store.write.candidates import MemoryUpdate
+    from sgam_store.write.schemas import MemorySchema
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
@@ -299,8 +292,8 @@ class SGAMStore(BaseStore):
         return self._ranker.facts(scope, query, limit, self.retrieval)
 
     def recall(self, tenant_id: str, question: str | None = None, **kwargs: Any) -> Any:
-        """The read path: cited context for the model (see `sgam_store.recall.recall`)."""
-        from .recall import recall
+        """The read path: cited context for the model (see `sgam_store.read.recall.recall`)."""
+        from sgam_store.read.recall import recall
 
         return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
 
@@ -338,7 +331,7 @@ class SGAMStore(BaseStore):
         row_id = self.facts.run(body)
         return self._fact_by_row(row_id)
 
-    # write path: episodes and candidates (logic in episodes.py and write_path.py)
+    # write path: episodes and candidates (logic in episodes.py and service.py)
 
     def record_episode(
         self,
@@ -387,9 +380,9 @@ class SGAMStore(BaseStore):
         episode_id: str,
         schema: MemorySchema | None = None,
         policy: ConflictPolicy | None = None,
-    ) -> write_path.WriteResult:
+    ) -> service.WriteResult:
         """Validate one episode's candidates; write the accepted ones in one transaction."""
-        return write_path.apply_updates(
+        return service.apply_updates(
             self.facts,
             updates,
             tenant_id=tenant_id,
@@ -415,7 +408,7 @@ class SGAMStore(BaseStore):
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
         self._ensure_ready()
-        ns = namespaces.to_text(_fact_namespace(tenant_id, subject))
+        ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
         with self._lock:
             return ledger.fact_at(self.conn, ns, attribute, _ts(at), _ts(known_at))
 
@@ -424,7 +417,7 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every fact of the key, ordered by valid_from, as believed now or at `known_at`."""
         self._ensure_ready()
-        ns = namespaces.to_text(_fact_namespace(tenant_id, subject))
+        ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
         with self._lock:
             return ledger.history(self.conn, ns, attribute, _ts(known_at))
 
@@ -443,13 +436,13 @@ class SGAMStore(BaseStore):
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""
-        from .views import View
+        from sgam_store.views import View
 
         return View(self, Scope(at=clock.normalize(valid_at), known_at=_ts(known_at)))
 
     def for_tenant(self, tenant_id: str) -> Any:
         """A BaseStore whose namespaces are relative to `tenant_id` and cannot leave it."""
-        from .views import View
+        from sgam_store.views import View
 
         namespaces.check_item_namespace((tenant_id,))
         return View(self, Scope(tenant=tenant_id))
@@ -572,11 +565,6 @@ def _check_put(op: PutOp) -> None:
         or ttl <= 0
     ):
         raise InvalidFactError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
-
-
-def _fact_namespace(tenant_id: str, subject: str) -> tuple[str, ...]:
-    namespaces.check_item_namespace((tenant_id,))
-    return namespaces.join(tenant_id, namespaces.check_subject(subject))
 
 
 def _ts(value: clock.Timestamp | None) -> str | None:

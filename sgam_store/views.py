@@ -25,11 +25,11 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from . import clock, namespaces
-from .search import Scope
+from sgam_store.core import clock, namespaces
+from sgam_store.read.search import Scope
 
 if TYPE_CHECKING:
-    from .store import SGAMStore
+    from sgam_store.store import SGAMStore
 
 
 class View(BaseStore):
@@ -68,7 +68,7 @@ class View(BaseStore):
     def for_tenant(self, tenant_id: str) -> View:
         namespaces.check_item_namespace((tenant_id,))
         if self.scope.tenant is not None and self.scope.tenant != tenant_id:
-            from .errors import TenantScopeError
+            from sgam_store.core.errors import TenantScopeError
 
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return View(self.store, replace(self.scope, tenant=tenant_id))

@@ -81,6 +81,6 @@ def vstore(db_path: str) -> Iterator[SGAMStore]:
 @pytest.fixture(scope="session")
 def minilm() -> Embeddings:
     """The bundled all-MiniLM-L6-v2 (the `local` extra, installed by `make test`)."""
-    from sgam_store.embeddings import LocalMiniLM
+    from sgam_store.read.embeddings import LocalMiniLM
 
     return LocalMiniLM()

@@ -21,8 +21,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from sgam_store import SGAMStore, connection
-from sgam_store.index import FACT_BITS
+from sgam_store import SGAMStore
+from sgam_store.engines.sqlite import connection
+from sgam_store.read.index import FACT_BITS
 
 from .conftest import HashEmbeddings
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgam_store import InvalidCandidateError, MemoryUpdate
-from sgam_store.candidates import (
+from sgam_store.write.candidates import (
     MemoryUpdates,
     normalize_attribute,
     normalize_subject,

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from sgam_store import SGAMStore, cli
 from sgam_store.cli import commands
-from sgam_store.embeddings import local_available
+from sgam_store.read.embeddings import local_available
 
 
 def test_demo_json(tmp_path) -> None:

@@ -45,7 +45,8 @@ from itertools import pairwise
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 
-from sgam_store import MemoryFact, SGAMStore, StoreBusyError, connection
+from sgam_store import MemoryFact, SGAMStore, StoreBusyError
+from sgam_store.engines.sqlite import connection
 
 from .reliability import (
     KEYS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from sgam_store import connection
+from sgam_store.engines.sqlite import connection
 
 
 def test_driver_loads_sqlite_vec_and_fts5(db_path: str) -> None:

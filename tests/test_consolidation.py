@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sgam_store import Episode, SGAMStore
-from sgam_store.consolidation import (
+from sgam_store.managers.consolidation import (
     ConsolidationConfig,
     confirm_candidate,
     consolidate,

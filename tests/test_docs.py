@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from sgam_store import cli
-from sgam_store.schema_migration import REGISTRY
+from sgam_store.core.schema_migration import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

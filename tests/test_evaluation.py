@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sgam_store.embeddings import LOCAL_DIMS
-from sgam_store.evaluation import compare_modes, generate
+from sgam_store.harness.evaluation import compare_modes, generate
+from sgam_store.read.embeddings import LOCAL_DIMS
 
 
 @pytest.mark.slow

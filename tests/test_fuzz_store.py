@@ -43,7 +43,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from langgraph.store.base import GetOp, Item, MatchCondition, PutOp, SearchOp
 
 from sgam_store import SGAMStore
-from sgam_store.clock import utc_now
+from sgam_store.core.clock import utc_now
 
 EXAMPLES = int(os.environ.get("SGAM_FUZZ_EXAMPLES", "60"))
 STEPS = int(os.environ.get("SGAM_FUZZ_STEPS", "40"))

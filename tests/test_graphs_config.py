@@ -12,7 +12,7 @@ from graphs import scripted
 from graphs.models import ModelNotConfiguredError, chat_model, load_chat_model
 from graphs.store import generate_store
 from sgam_store import SGAMStore
-from sgam_store.embeddings import LOCAL_DIMS, local_available
+from sgam_store.read.embeddings import LOCAL_DIMS, local_available
 
 ROOT = Path(__file__).resolve().parent.parent
 

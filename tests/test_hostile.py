@@ -3,7 +3,7 @@
 Each case runs against a seeded vector store (`max_value_bytes=1024`) and checks, around
 the call: the `facts`, keyword, vector-row and episode row counts, every current item
 and the schema are unchanged; the call raised; the error is of the documented type
-(`sgam_store.errors`, or the builtin it derives from) and has a message.
+(`sgam_store.core.errors`, or the builtin it derives from) and has a message.
 
 Covered: naive, garbage and out-of-range timestamps; invalid namespace labels (store,
 views, facts); unserializable, non-finite, too deep, too large and non-dict values;

@@ -40,9 +40,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import PutOp
 
-import sgam_store.ranking as ranking_module
+import sgam_store.read.ranking as ranking_module
 from sgam_store import MemoryFact, SGAMStore, TenantScopeError
-from sgam_store.clock import utc_now
+from sgam_store.core.clock import utc_now
 
 from .conftest import HashEmbeddings
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sgam_store import ForeignDatabaseError, SchemaVersionError, SGAMStore, connection, migrations
+from sgam_store import ForeignDatabaseError, SchemaVersionError, SGAMStore
 from sgam_store.cli import main
+from sgam_store.engines.sqlite import connection, migrations
 from tests.fixtures.make_fixture import FIXTURE, INDEX
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from sgam_store import (
     SGAMStore,
     SourcePrecedence,
 )
-from sgam_store.clock import CLOCK
+from sgam_store.core.clock import CLOCK
 
 from .seed import DEADLINE, E1_AT, E2_AT, candidate, fresh_store
 

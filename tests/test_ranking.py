@@ -15,7 +15,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import SGAMStore
-from sgam_store.ranking import fuse_relative, fuse_rrf
+from sgam_store.read.ranking import fuse_relative, fuse_rrf
 
 
 class TableEmbeddings(Embeddings):

@@ -10,8 +10,8 @@ import pytest
 
 from sgam_store import InvalidRetentionPolicyError, MemoryFact, SGAMStore, parse_policy
 from sgam_store.cli import main
-from sgam_store.errors import InvalidEpisodeError, InvalidNamespaceError, InvalidSchemaError
-from sgam_store.schemas import check_retention
+from sgam_store.core.errors import InvalidEpisodeError, InvalidNamespaceError, InvalidSchemaError
+from sgam_store.write.schemas import check_retention
 
 SAMPLES = [
     None,

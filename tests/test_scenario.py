@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from sgam_store import SGAMStore
-from sgam_store.baseline import DescriptionMemory, word_cosine, words
-from sgam_store.errors import InvalidScenarioError
-from sgam_store.scenario import (
+from sgam_store.core.errors import InvalidScenarioError
+from sgam_store.harness.baseline import DescriptionMemory, word_cosine, words
+from sgam_store.harness.scenario import (
     Answer,
     Scenario,
     Turn,

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from sgam_store import AttributeSpec, InvalidSchemaError, MemorySchema, MemoryUpdate, SGAMStore
-from sgam_store.candidates import validate_candidate
-from sgam_store.schemas import check_retention
+from sgam_store.write.candidates import validate_candidate
+from sgam_store.write.schemas import check_retention
 
 from .seed import E1_TEXT, candidate, record_seed
 

@@ -10,12 +10,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
 from typing_extensions import TypedDict
 
-from sgam_store import (
-    DimensionMismatchError,
-    InvalidFilterError,
-    SGAMStore,
-    ValueTooLargeError,
-)
+from sgam_store import DimensionMismatchError, InvalidFilterError, SGAMStore, ValueTooLargeError
 
 from .conftest import HashEmbeddings
 

@@ -205,7 +205,7 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
 ) -> None:
     """Hybrid search may scan the cache in a worker thread while FTS5 runs: same answers,
     including pages, filters, tenant prefixes, a missing tenant and deleted facts."""
-    import sgam_store.ranking as ranking_module
+    import sgam_store.read.ranking as ranking_module
 
     store = SGAMStore(db_path, index=_index())  # hybrid, the default
     store.setup()
@@ -248,7 +248,7 @@ def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.M
     import os
     import time
 
-    import sgam_store.ranking as ranking_module
+    import sgam_store.read.ranking as ranking_module
 
     monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
     monkeypatch.setattr(ranking_module, "_CORES", 2)

@@ -1,6 +1,6 @@
 """The write service: the seed's episodes end in the expected ledger; bad candidates write nothing.
 
-Chosen semantics (documented in sgam_store/write_path.py): invalid candidates are
+Chosen semantics (documented in sgam_store/write/service.py): invalid candidates are
 rejected and reported, the accepted candidates of the episode land together in one
 transaction, and any unexpected failure rolls back the whole episode.
 """
@@ -11,11 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgam_store import (
-    EpisodeNotFoundError,
-    MemoryUpdate,
-    SGAMStore,
-)
+from sgam_store import EpisodeNotFoundError, MemoryUpdate, SGAMStore
 
 from .seed import (
     DEADLINE,

@@ -11,7 +11,7 @@ CLI_EXTRA = ("rich", "yaml")
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        from .commands import main as run
+        from sgam_store.cli.commands import main as run
     except ModuleNotFoundError as exc:
         if exc.name not in CLI_EXTRA:
             raise

@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from sgam_store.cli import main
 
 sys.exit(main())

@@ -32,15 +32,24 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from .. import render
-from ..baseline import DescriptionMemory
-from ..embeddings import default_index
-from ..episodes import Episode
-from ..errors import EpisodeNotFoundError, SGAMError
-from ..models import Fact, MemoryFact
-from ..render import fact_row, facts_table
-from ..scenario import BUNDLED, Answer, Scenario, Turn, bundled_names, load_scenario, replay, tally
-from ..store import SGAMStore
+from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
+from sgam_store.core.models import Fact, MemoryFact
+from sgam_store.harness import render
+from sgam_store.harness.baseline import DescriptionMemory
+from sgam_store.harness.render import fact_row, facts_table
+from sgam_store.harness.scenario import (
+    BUNDLED,
+    Answer,
+    Scenario,
+    Turn,
+    bundled_names,
+    load_scenario,
+    replay,
+    tally,
+)
+from sgam_store.ledger.episodes import Episode
+from sgam_store.read.embeddings import default_index
+from sgam_store.store import SGAMStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -1,0 +1,107 @@
+"""Time handling: parse aware timestamps, store them as fixed-width UTC text.
+
+Stored form is ``YYYY-MM-DDTHH:MM:SS.ffffffZ``: every value has the same width and
+the same zone, so SQLite's plain text comparison *is* chronological order and the
+interval predicates in the ledger can use ordinary indexes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+from sgam_store.core.errors import InvalidTimestampError
+
+Timestamp = datetime | str
+MICROSECOND = timedelta(microseconds=1)
+
+
+def to_utc(value: Timestamp) -> datetime:
+    """Return an aware UTC datetime; naive or unparseable input is an error, never a guess."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError as exc:
+            raise InvalidTimestampError(f"cannot parse timestamp {value!r}: {exc}") from None
+    elif isinstance(value, datetime):
+        parsed = value
+    else:
+        raise InvalidTimestampError(
+            f"timestamp must be a datetime or ISO-8601 string, got {type(value).__name__}"
+        )
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise InvalidTimestampError(
+            f"timestamp {value!r} is naive; give a UTC offset or 'Z' (e.g. 2026-06-03T10:00:00Z)"
+        )
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidTimestampError(
+            f"timestamp {value!r} is outside the representable range"
+        ) from None
+
+
+def fmt(value: datetime) -> str:
+    """Fixed-width UTC text for an aware datetime (zero-padded year: text order = time order)."""
+    v = value.astimezone(UTC)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:"
+        f"{v.second:02d}.{v.microsecond:06d}Z"
+    )
+
+
+def normalize(value: Timestamp) -> str:
+    """Parse, check and format in one step: the form every stored timestamp takes."""
+    return fmt(to_utc(value))
+
+
+def parse_stored(text: str | None) -> datetime | None:
+    """Read a stored timestamp back as an aware datetime."""
+    if text is None:
+        return None
+    return datetime.fromisoformat(text)
+
+
+_second: tuple[int, str] = (-1, "")
+
+
+def utc_now() -> str:
+    """Wall-clock now in stored form (for reads; writes use CLOCK).
+
+    Every current read compares expiry with it, so the formatted second is cached.
+    """
+    global _second
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second = (whole, fmt(datetime.fromtimestamp(whole, UTC))[:19])
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
+
+
+def shift(text: str, delta: timedelta) -> str:
+    """Move a stored timestamp by `delta`, keeping the stored form."""
+    return fmt(datetime.fromisoformat(text) + delta)
+
+
+class Clock:
+    """Strictly increasing UTC "now" for one process.
+
+    Two writes in the same microsecond would otherwise share a `valid_from` and
+    trip the ConflictError rule; the clock hands out distinct instants instead.
+    """
+
+    def __init__(self) -> None:
+        self._last = datetime.min.replace(tzinfo=UTC)
+        self._lock = threading.Lock()
+
+    def now(self) -> str:
+        with self._lock:
+            current = datetime.now(UTC)
+            if current <= self._last:
+                current = self._last + MICROSECOND
+            self._last = current
+            return fmt(current)
+
+
+CLOCK = Clock()

@@ -1,0 +1,114 @@
+"""The typed records of the ledger: `MemoryFact` goes in, `Fact` comes out.
+
+Each `Fact` field answers one of the design's questions (what, when true, when known,
+who said it, which tenant, what it replaced, how long to keep).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sgam_store.core import clock, namespaces
+from sgam_store.core.errors import InvalidFactError, SGAMError
+
+DEFAULT_MEMORY_TYPE = "semantic"
+SCHEMA_VERSION = 1
+
+
+class MemoryFact(BaseModel):
+    """A fact to record: identity, value, when it starts being true, and its source."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: str = Field(description="Owner of the fact; every read and write is scoped by it.")
+    subject: str = Field(description="Entity the fact is about, e.g. 'mira' ('' for the tenant).")
+    attribute: str = Field(description="What about the subject, e.g. 'passport_deadline'.")
+    value: Any = Field(description="JSON value: a scalar or an object.")
+    valid_from: str = Field(description="When it became true in the world (aware timestamp).")
+    source_episode_id: str = Field(description="Episode (or external source) that said it.")
+    memory_type: str = DEFAULT_MEMORY_TYPE
+    schema_version: int = SCHEMA_VERSION
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    retention_policy: str | None = None
+    expires_at: str | None = None
+
+    def __init__(self, **data: Any) -> None:
+        """When one of this model's own checks is the only problem, its typed error (e.g.
+        InvalidTimestampError for a naive time) is raised as itself, not wrapped in
+        pydantic's ValidationError, so callers catch the same error the store raises."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            own = errors[0].get("ctx", {}).get("error") if len(errors) == 1 else None
+            if isinstance(own, SGAMError):
+                raise own from exc
+            raise
+
+    @field_validator("tenant_id")
+    @classmethod
+    def _tenant(cls, v: str) -> str:
+        return namespaces.check_item_namespace((v,))[0]
+
+    @field_validator("subject")
+    @classmethod
+    def _subject(cls, v: str) -> str:
+        return namespaces.check_subject(v)
+
+    @field_validator("attribute")
+    @classmethod
+    def _attribute(cls, v: str) -> str:
+        return namespaces.check_key(v, "attribute")
+
+    @field_validator("valid_from", "expires_at", mode="before")
+    @classmethod
+    def _timestamp(cls, v: Any) -> Any:
+        return None if v is None else clock.normalize(v)
+
+    @field_validator("source_episode_id")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        if not v:
+            raise InvalidFactError("source_episode_id is required (provenance is not optional)")
+        return namespaces.check_key(v, "source_episode_id")
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        return namespaces.join(self.tenant_id, self.subject)
+
+
+class Fact(BaseModel):
+    """One stored fact version as the store currently believes it (or believed at known_at)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fact_id: int = Field(description="Stable id; survives interval closing.")
+    tenant_id: str
+    subject: str
+    attribute: str
+    value: Any
+    valid_from: datetime = Field(description="Start of validity in the world (inclusive).")
+    valid_to: datetime | None = Field(description="End of validity (exclusive); None = open.")
+    supersedes_fact_id: int | None = Field(description="The fact this one replaced, if any.")
+    source_episode_id: str = Field(description="Who said it: the episode or external source.")
+    recorded_at: datetime = Field(description="When the store first learned this fact.")
+    known_from: datetime = Field(description="Transaction time this version became belief.")
+    known_to: datetime | None = Field(description="Transaction time it stopped being belief.")
+    created_at: datetime = Field(description="valid_from of the first fact for this key.")
+    memory_type: str
+    schema_version: int
+    confidence: float | None
+    retention_policy: str | None
+    expires_at: datetime | None
+    decided_by: str | None = Field(default=None, description="Conflict policy that chose it.")
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        return namespaces.join(self.tenant_id, self.subject)
+
+    @property
+    def is_open(self) -> bool:
+        return self.valid_to is None

@@ -1,0 +1,1 @@
+"""Database engines: where SQL and a database's own features live."""

@@ -1,0 +1,1 @@
+"""The SQLite engine (the embedded default): connection, migrations, transactions."""

@@ -1,0 +1,124 @@
+"""The SQLite engine: one connection, its lock, write transactions with the busy retry,
+schema set-up and read snapshots.
+
+The write services, episodes, recall and backfill receive this object (never the store),
+so the next engine is a second implementation of the same few methods.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sgam_store.core.errors import StoreBusyError
+from sgam_store.engines.sqlite import connection, migrations
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 8
+
+
+class SQLiteEngine:
+    """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
+
+    def __init__(self, target: str | Any, *, dims: int | None = None) -> None:
+        """`dims`: the vector table's dimensions when the store has an index config."""
+        self.owns_connection = isinstance(target, str)
+        self.conn = (
+            connection.connect(target, check=migrations.check_owned)
+            if isinstance(target, str)
+            else target
+        )
+        # One connection serves every thread of the store; statements and transactions
+        # take this lock (reentrant: a transaction body reads through the same methods).
+        self.lock = threading.RLock()
+        self.dims = dims
+        self.ready = False
+
+    def setup(self) -> None:
+        """Create or upgrade the schema (idempotent; safe across processes)."""
+        with self.lock:
+            connection.retry_busy(lambda: migrations.migrate(self.conn))
+            dims = self.dims
+            if dims is not None:
+                connection.retry_busy(lambda: migrations.ensure_vector_table(self.conn, dims))
+            self.ready = True
+
+    def ensure_ready(self) -> None:
+        if not self.ready:
+            self.setup()
+
+    def transaction(
+        self,
+        body: Callable[[Any], T],
+        *,
+        committed: Callable[[T], None] | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> T:
+        """Run `body(cursor)` in `BEGIN IMMEDIATE`, retried whole on busy/locked.
+
+        IMMEDIATE takes the write lock before the first read, so the interval rule never
+        decides on a state another writer is about to change. `committed(result)` runs
+        after COMMIT, still under the lock, so an in-process mirror applies commits in
+        commit order.
+        """
+        self.ensure_ready()
+        for attempt in range(max_attempts):
+            try:
+                with self.lock:
+                    result = self._once(body)
+                    if committed is not None:
+                        committed(result)
+                    return result
+            except Exception as exc:
+                if not connection.is_busy(exc):
+                    raise
+                if attempt + 1 < max_attempts:  # no pointless sleep before giving up
+                    time.sleep(min(0.5, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))
+        raise StoreBusyError(f"database stayed locked after {max_attempts} attempts")
+
+    def _once(self, body: Callable[[Any], T]) -> T:
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            result = body(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            # SQLite may already have rolled back (e.g. SQLITE_FULL); a second ROLLBACK
+            # would raise "no transaction is active" and hide the real error.
+            if self.conn.in_transaction:
+                cur.execute("ROLLBACK")
+            raise
+        return result
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """The connection, set up and locked, for one or more read statements."""
+        self.ensure_ready()
+        with self.lock:
+            yield self.conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """One read transaction: every statement inside sees the same committed state.
+
+        A hybrid search runs several statements; without this, a write committed by
+        another connection between them could surface the superseded fact as well.
+        Reentrant: inside an open transaction it adds nothing.
+        """
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        if self.owns_connection:
+            self.conn.close()

@@ -1,0 +1,1 @@
+"""Lifecycle: retention, erasure, schema backfill and file statistics."""

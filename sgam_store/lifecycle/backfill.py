@@ -1,0 +1,177 @@
+"""Backfill: rewrite rows still in an old schema as new ledger versions, with an audit trail.
+
+The dual-read window (`schema_migration.present`) lets new code read old rows; the
+backfill closes it. Every believed row whose (attribute or memory type, schema_version)
+has a registered transform is retired (`known_to` = now) and a transformed copy is
+appended with the new `schema_version` and the same validity, so `known_at` reads from
+before the backfill still show the old form. Each rewrite is logged in `backfill_log`
+(fact, old and new row, versions, transform names; never values).
+
+It works in batches of `batch_size` rows, one transaction each, so other writers
+interleave; transforms and embeddings run outside the write lock, and a row another
+writer retired meanwhile is skipped (the next run sees its successor). The keyword row
+is rebuilt from the new value, and vectors are re-embedded when the store has an index
+config (a fact indexed without vectors stays so). Idempotent: once done, a second run
+finds nothing and `remaining` is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
+
+from sgam_store import ledger
+from sgam_store.core.schema_migration import REGISTRY, TransformRegistry, is_scalar
+from sgam_store.lifecycle import erasure
+from sgam_store.read.index import KEYWORD_ROWIDS, flush_keywords, write_vectors
+from sgam_store.write.facts import FactWriter
+
+
+@dataclass
+class BackfillReport:
+    """Rows rewritten (per version step), rows skipped, and rows still in an old schema."""
+
+    migrated: int = 0
+    by_step: dict[str, int] = field(default_factory=dict)  # "v1->v2": rows
+    fact_ids: list[int] = field(default_factory=list)
+    skipped: int = 0  # retired by another writer between read and write
+    reindexed: int = 0  # facts whose keyword row or vectors were rebuilt
+    remaining: int = 0  # believed rows still in a version that has a transform
+
+    def add(self, other: BackfillReport) -> None:
+        self.migrated += other.migrated
+        for step, n in other.by_step.items():
+            self.by_step[step] = self.by_step.get(step, 0) + n
+        self.fact_ids += other.fact_ids
+        self.skipped += other.skipped
+        self.reindexed += other.reindexed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One believed version and its transformed columns, computed outside the write lock."""
+
+    row: ledger.FactRow
+    changes: dict[str, Any]  # value, scalar, schema_version of the new version
+    value: dict[str, Any]
+    transforms: str
+
+
+def _match(registry: TransformRegistry) -> tuple[str, list[Any]]:
+    """SQL for rows a registered transform applies to (kind is a column name we chose)."""
+    parts, params = [], []
+    for kind, name, version in registry.registered_keys():
+        parts.append(f"({kind} = ? AND schema_version = ?)")
+        params += [name, version]
+    return "(" + " OR ".join(parts) + ")", params
+
+
+def _plan(row: ledger.FactRow, registry: TransformRegistry, max_bytes: int) -> _Plan:
+    steps = registry.chain(row.memory_type, row.attribute, row.schema_version)
+    value, version = registry.upgrade(
+        row.memory_type, row.attribute, row.schema_version, json.loads(row.value)
+    )
+    changes = {
+        "value": ledger.encode_value(value, max_bytes)[0],
+        "scalar": int(is_scalar(bool(row.scalar), value)),
+        "schema_version": version,
+    }
+    return _Plan(row, changes, value, ",".join(s.name for s in steps))
+
+
+def _embed(facts: FactWriter, plans: list[_Plan]) -> dict[int, list[tuple[str, bytes]]]:
+    """New vectors for facts that had vectors (a fact has one believed version at a time)."""
+    if not facts.spec:
+        return {}
+    values = {p.row.fact_id: p.value for p in plans}
+    with facts.engine.reading() as conn:
+        had = conn.execute(
+            "SELECT DISTINCT fact_id FROM vector_rows "
+            "WHERE fact_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(values)),),
+        ).fetchall()
+    return {fid: facts.vectors_for(values[fid]) for (fid,) in had}
+
+
+def _reindex(
+    tx: ledger.Tx, facts: FactWriter, plan: _Plan, vectors: list[tuple[str, bytes]] | None
+) -> bool:
+    """Rebuild the fact's keyword row (if it had one) and vectors (if re-embedded)."""
+    fact_id, row = plan.row.fact_id, plan.row
+    had_keyword = tx.cur.execute(
+        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (json.dumps([fact_id]),)
+    ).rowcount
+    if had_keyword:
+        body = facts.keyword_text(row.subject, row.attribute, plan.value, None)
+        flush_keywords(tx.cur, [(fact_id, row.tenant_id, body)])
+    if vectors is not None:
+        erasure.delete_vectors(tx.cur, [fact_id])
+        is_open = row.valid_to is None
+        write_vectors(tx.cur, fact_id, row.tenant_id, vectors, current=is_open)
+    return bool(had_keyword) or vectors is not None
+
+
+def _apply(
+    tx: ledger.Tx, *, facts: FactWriter, plans: list[_Plan], vectors: dict[int, Any]
+) -> BackfillReport:
+    done = BackfillReport()
+    for plan in plans:
+        old_row_id, fact_id = plan.row.row_id, plan.row.fact_id
+        still = tx.cur.execute("SELECT known_to FROM facts WHERE row_id = ?", (old_row_id,))
+        if still.fetchone() != (None,):  # retired or erased since we read it
+            done.skipped += 1
+            continue
+        # validity unchanged: the transformed value is a new version of the same interval
+        new_row_id = ledger.append_version(tx, plan.row, **plan.changes)
+        versions = plan.row.schema_version, plan.changes["schema_version"]
+        tx.cur.execute(
+            "INSERT INTO backfill_log (fact_id, old_row_id, new_row_id, from_version, "
+            "to_version, transforms, backfilled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (fact_id, old_row_id, new_row_id, *versions, plan.transforms, tx.now),
+        )
+        step = f"v{versions[0]}->v{versions[1]}"
+        done.by_step[step] = done.by_step.get(step, 0) + 1
+        done.migrated += 1
+        done.fact_ids.append(fact_id)
+        done.reindexed += _reindex(tx, facts, plan, vectors.get(fact_id))
+    return done
+
+
+def _select(
+    facts: FactWriter, match: str, params: list[Any], after: int, limit: int
+) -> list[ledger.FactRow]:
+    with facts.engine.reading() as conn:
+        rows = conn.execute(
+            f"SELECT {ledger.COLUMNS} FROM facts WHERE {ledger.believed_sql()} AND row_id > ? "
+            f"AND {match} ORDER BY row_id LIMIT ?",
+            (after, *params, limit),
+        ).fetchall()
+    return [ledger.FactRow._make(row) for row in rows]
+
+
+def run_backfill(
+    facts: FactWriter, *, batch_size: int = 500, registry: TransformRegistry = REGISTRY
+) -> BackfillReport:
+    """Rewrite every believed row that has a registered transform (see the module doc)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    report = BackfillReport()
+    if not registry:
+        return report
+    match, params = _match(registry)
+    after = 0
+    while rows := _select(facts, match, params, after, batch_size):
+        after = rows[-1].row_id
+        plans = [_plan(row, registry, facts.max_value_bytes) for row in rows]
+        vectors = _embed(facts, plans)
+        report.add(facts.run(partial(_apply, facts=facts, plans=plans, vectors=vectors)))
+    with facts.engine.reading() as conn:
+        report.remaining = conn.execute(
+            f"SELECT COUNT(*) FROM facts WHERE {ledger.believed_sql()} AND {match}", params
+        ).fetchone()[0]
+    return report

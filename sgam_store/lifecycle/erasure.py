@@ -1,0 +1,306 @@
+"""Erasure: remove facts and episodes for good, for retention rules and erasure requests.
+
+Erasure is not expiry. Expiry (`delete`, TTL, `expire_after`) closes a fact's validity
+and keeps its history; erasure deletes every version of the fact, its vectors
+(`vector_rows` + `fact_vectors`), its keyword row (`fact_fts`), its source links and
+backfill audit rows, and the episode text (a whole-tenant purge also drops the tenant's
+keyword slot in `tenants`). Afterwards no read (`get`, `search`,
+`history`, `fact_at`, `as_of`, `known_at`) can return it. It is the one operation that
+rewrites the past, so it is explicit and reports exactly what it removed.
+
+Selectors (always within one tenant):
+- `purge(tenant)` - every fact and episode of the tenant, and its ended sessions;
+- `purge(tenant, subject)` / `purge(tenant, subject, attribute)` / `purge(tenant,
+  attribute=...)` - the facts of exactly that subject and/or attribute (sub-subjects
+  such as "mira.pets" are other subjects), and the memory candidates (weak signals)
+  about them; episodes stay, and the report lists the purged facts'
+  `source_episode_ids` so a caller can purge those too;
+- `purge_episode(tenant, episode_id)` - the episode, and every fact whose only source
+  it was. A fact with another source (its `source_episode_id`, or a `fact_sources`
+  link for facts promoted from several episodes) is kept and cites a remaining one.
+
+Gaps: erasing a fact in the middle of a key's history leaves a gap (its predecessor
+stays closed; nothing older silently becomes current again), and `supersedes_fact_id`
+links to it are cleared.
+
+What SQLite keeps on disk after a DELETE: the deleted rows' bytes stay in the file's
+free pages and in unused space of live pages until reused; in WAL mode the WAL file
+holds older page images until a checkpoint resets it; FTS5 keeps deleted tokens in old
+index segments until they merge. (sqlite-vec 0.1.9, the version tested, zeroes a
+deleted vector's slot and drops empty chunks.) `secure_delete=True` makes a purge
+overwrite freed content with zeros (`PRAGMA secure_delete`), merge the FTS index
+('optimize') and truncate the WAL (`wal_checkpoint(TRUNCATE)`; `checkpointed` is False
+if a reader blocked it).
+`vacuum()` rebuilds the whole file without free pages. Neither reaches below SQLite:
+filesystem journals, SSD remapping and backups keep their own copies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sgam_store.core import namespaces
+from sgam_store.core.errors import InvalidFactError, StoreBusyError
+from sgam_store.engines.sqlite.connection import is_busy
+from sgam_store.ledger import Writer
+from sgam_store.read.index import KEYWORD_ROWIDS
+
+TABLES = (
+    "facts",
+    "vector_rows",
+    "fact_vectors",
+    "fact_fts",
+    "fact_sources",
+    "backfill_log",
+    "episodes",
+    "ended_sessions",
+    "tenants",
+    "memory_candidates",
+)
+
+
+@dataclass
+class PurgeReport:
+    """What an erasure removed: rows per table, and which facts and episodes."""
+
+    deleted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    fact_ids: list[int] = field(default_factory=list)
+    episode_ids: list[str] = field(default_factory=list)
+    source_episode_ids: list[str] = field(default_factory=list)  # sources of erased facts
+    resourced_fact_ids: list[int] = field(default_factory=list)  # kept: another source remains
+    cleared_supersedes: int = 0  # rows whose supersedes_fact_id named an erased fact
+    checkpointed: bool | None = None  # secure purge only: the WAL was truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- selection
+
+
+def _ids(values: Iterable[Any]) -> str:
+    return json.dumps(sorted(set(values)))
+
+
+def facts_of(
+    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
+) -> list[int]:
+    """fact_ids of a tenant, narrowed to exactly one subject and/or attribute."""
+    where, params = _selected(tenant_id, subject, attribute)
+    return [r[0] for r in cur.execute(f"SELECT DISTINCT fact_id FROM facts WHERE {where}", params)]
+
+
+def _selected(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[str, list[str]]:
+    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
+    where, params = "tenant_id = ?", [tenant_id]
+    if subject is not None:
+        where, params = where + " AND subject = ?", [*params, subject]
+    if attribute is not None:
+        where, params = where + " AND attribute = ?", [*params, attribute]
+    return where, params
+
+
+def _episodes_of(cur: Any, tenant_id: str) -> list[str]:
+    rows = cur.execute("SELECT episode_id FROM episodes WHERE tenant_id = ?", (tenant_id,))
+    return [r[0] for r in rows]
+
+
+def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
+    rows = cur.execute(
+        "SELECT source_episode_id FROM facts WHERE fact_id = ? AND source_episode_id != ? "
+        "UNION SELECT episode_id FROM fact_sources WHERE fact_id = ? AND episode_id != ? "
+        "ORDER BY 1",
+        (fact_id, episode_id, fact_id, episode_id),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+# ---------------------------------------------------------------- deletion
+
+
+def has_vectors(cur: Any) -> bool:
+    """fact_vectors exists only once a store with an index config has opened the file."""
+    row = cur.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_vectors'").fetchone()
+    return row is not None
+
+
+def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:
+    """Delete the facts' vectors; return (vector_rows, fact_vectors) rows removed."""
+    rowids = cur.execute(
+        "SELECT vec_rowid FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
+        (_ids(fact_ids),),
+    ).fetchall()
+    vec0 = has_vectors(cur)
+    if rowids and vec0:
+        # One rowid per statement: vec0 refuses set-based DELETEs with subqueries.
+        cur.executemany("DELETE FROM fact_vectors WHERE rowid = ?", rowids)
+    cur.execute(
+        "DELETE FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
+        (_ids(fact_ids),),
+    )
+    return len(rowids), len(rowids) if vec0 else 0
+
+
+def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
+    """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
+    facts, eps = sorted(set(fact_ids)), sorted(set(episode_ids))
+    report = PurgeReport(fact_ids=facts, episode_ids=eps)
+    f, e = _ids(facts), _ids(eps)
+    report.source_episode_ids = [
+        r[0]
+        for r in cur.execute(
+            "SELECT DISTINCT source_episode_id FROM facts "
+            "WHERE fact_id IN (SELECT value FROM json_each(?)) ORDER BY 1",
+            (f,),
+        )
+    ]
+    deleted = report.deleted
+    deleted["vector_rows"], deleted["fact_vectors"] = delete_vectors(cur, facts)
+    in_json = "IN (SELECT value FROM json_each(?))"
+    deleted["fact_fts"] = cur.execute(
+        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (f,)
+    ).rowcount
+    deleted["facts"] = cur.execute(f"DELETE FROM facts WHERE fact_id {in_json}", (f,)).rowcount
+    report.cleared_supersedes = cur.execute(
+        f"UPDATE facts SET supersedes_fact_id = NULL WHERE supersedes_fact_id {in_json}", (f,)
+    ).rowcount
+    deleted["fact_sources"] = cur.execute(
+        f"DELETE FROM fact_sources WHERE fact_id {in_json} OR episode_id {in_json}", (f, e)
+    ).rowcount
+    deleted["backfill_log"] = cur.execute(
+        f"DELETE FROM backfill_log WHERE fact_id {in_json}", (f,)
+    ).rowcount
+    deleted["episodes"] = cur.execute(
+        f"DELETE FROM episodes WHERE episode_id {in_json}", (e,)
+    ).rowcount
+    return report
+
+
+def purge(
+    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
+) -> PurgeReport:
+    """Erase a tenant, or the facts of one subject and/or attribute within it."""
+    namespaces.check_item_namespace((tenant_id,))
+    if subject is not None:
+        namespaces.check_subject(subject)
+    if attribute is not None and not attribute:
+        raise InvalidFactError("attribute must be a non-empty string (or None for all)")
+    whole = subject is None and attribute is None
+    episode_ids = _episodes_of(cur, tenant_id) if whole else []
+    report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
+    # Weak signals about the same subject/attribute hold its values too (their support
+    # rows cascade). A whole-tenant purge reaches them through its episodes.
+    where, params = _selected(tenant_id, subject, attribute)
+    report.deleted["memory_candidates"] = cur.execute(
+        f"DELETE FROM memory_candidates WHERE {where}", params
+    ).rowcount
+    if whole:
+        report.deleted["ended_sessions"] = cur.execute(
+            "DELETE FROM ended_sessions WHERE tenant_id = ?", (tenant_id,)
+        ).rowcount
+        # The tenant id itself may be personal data; its keyword slot goes with it.
+        report.deleted["tenants"] = cur.execute(
+            "DELETE FROM tenants WHERE tenant_id = ?", (tenant_id,)
+        ).rowcount
+    return report
+
+
+def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
+    """Erase an episode and the tenant's facts whose only source it was (see module doc)."""
+    namespaces.check_item_namespace((tenant_id,))
+    linked = [
+        r[0]
+        for r in cur.execute(
+            "SELECT fact_id FROM facts WHERE tenant_id = ? AND source_episode_id = ? "
+            "UNION SELECT s.fact_id FROM fact_sources s JOIN facts f ON f.fact_id = s.fact_id "
+            "WHERE s.episode_id = ? AND f.tenant_id = ? ORDER BY 1",
+            (tenant_id, episode_id, episode_id, tenant_id),
+        )
+    ]
+    doomed, kept = [], []
+    for fact_id in linked:
+        others = _other_sources(cur, fact_id, episode_id)
+        if not others:
+            doomed.append(fact_id)
+            continue
+        kept.append(fact_id)
+        cur.execute(
+            "UPDATE facts SET source_episode_id = ? WHERE fact_id = ? AND source_episode_id = ?",
+            (others[0], fact_id, episode_id),
+        )
+    unlinked = cur.execute(
+        "DELETE FROM fact_sources WHERE episode_id = ? "
+        "AND fact_id IN (SELECT value FROM json_each(?))",
+        (episode_id, _ids(kept)),
+    ).rowcount
+    episodes = cur.execute(
+        "SELECT episode_id FROM episodes WHERE episode_id = ? AND tenant_id = ?",
+        (episode_id, tenant_id),
+    ).fetchall()
+    report = erase(cur, doomed, [r[0] for r in episodes])
+    report.resourced_fact_ids = kept
+    report.deleted["fact_sources"] += unlinked
+    return report
+
+
+# ---------------------------------------------------------------- running, and the disk
+
+
+@contextmanager
+def secure_delete(conn: Any, on: bool) -> Iterator[None]:
+    """PRAGMA secure_delete for the duration of one erasure, then back as it was."""
+    if not on:
+        yield
+        return
+    previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+    conn.execute("PRAGMA secure_delete = 1")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {previous}")
+
+
+def optimize_fts(cur: Any) -> None:
+    """Merge FTS5 segments into one: deleted tokens leave the index, not just get masked."""
+    cur.execute("INSERT INTO fact_fts (fact_fts) VALUES ('optimize')")
+
+
+def checkpoint(conn: Any) -> bool:
+    """Copy the WAL into the file and truncate it; False when a reader kept it busy."""
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return busy == 0
+
+
+def execute(
+    writer: Writer, select: Callable[[Any], PurgeReport], *, secure: bool = False
+) -> PurgeReport:
+    """Run one erasure in one write transaction; `secure` also scrubs what SQLite keeps."""
+
+    def body(tx: Any) -> PurgeReport:
+        report = select(tx.cur)
+        if secure:
+            optimize_fts(tx.cur)
+        return report
+
+    engine = writer.engine
+    with engine.lock, secure_delete(engine.conn, secure):
+        report = writer.run(body)
+        if secure:
+            report.checkpointed = checkpoint(engine.conn)
+    return report
+
+
+def vacuum(conn: Any) -> None:
+    """Rebuild the file without free pages or stale FTS segments, then truncate the WAL."""
+    try:
+        optimize_fts(conn)
+        conn.execute("VACUUM")
+        checkpoint(conn)
+    except Exception as exc:
+        if is_busy(exc):
+            raise StoreBusyError(f"vacuum needs the database to itself: {exc}") from None
+        raise

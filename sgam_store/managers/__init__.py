@@ -1,0 +1,1 @@
+"""Memory managers built on the store's public API: extraction and consolidation."""

@@ -1,0 +1,159 @@
+"""The read path: select what the model should see for this request, with citations.
+
+Order of authority: exact structured state first (the fact valid at the instant, per
+key), then keyword/vector search only as *supporting evidence*, then superseded values
+labelled as history. Nothing here writes. Every line names subject.attribute = value,
+the validity window and the source episode, so the model can cite and a reviewer can
+trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sgam_store import ledger
+from sgam_store.core import clock, namespaces
+from sgam_store.core.models import Fact
+from sgam_store.read.search import Scope
+
+if TYPE_CHECKING:
+    from sgam_store.engines.sqlite.engine import SQLiteEngine
+
+
+@dataclass(frozen=True)
+class Context:
+    """What `recall` selected: the prompt text and the structured records behind it."""
+
+    text: str
+    facts: list[Fact]  # authoritative: one per key, valid at `at`
+    evidence: list[Fact] = field(default_factory=list)  # related facts found by search
+    history: list[Fact] = field(default_factory=list)  # superseded values of `facts`' keys
+    at: datetime | None = None
+
+
+def cite(fact: Fact, label: str = "") -> str:
+    """One context line: `subject.attribute = value (valid from … until …) [source …]`."""
+    key = f"{fact.subject}.{fact.attribute}" if fact.subject else fact.attribute
+    until = fact.valid_to.isoformat() if fact.valid_to else "now"
+    prefix = f"{label} " if label else ""
+    return (
+        f"- {prefix}{key} = {fact.value!r} (valid {fact.valid_from.isoformat()} → {until}) "
+        f"[source: {fact.source_episode_id}; fact {fact.fact_id}]"
+    )
+
+
+def _state_sql(
+    scope: Scope,
+    subjects: Sequence[str] | None,
+    attributes: Sequence[str] | None,
+    memory_types: Sequence[str] | None,
+) -> tuple[str, list[Any]]:
+    cond, params = scope.where("f")
+    for column, values in (
+        ("subject", subjects),
+        ("attribute", attributes),
+        ("memory_type", memory_types),
+    ):
+        if values:
+            cond += f" AND f.{column} IN ({', '.join('?' * len(values))})"
+            params += list(values)
+    return cond, params
+
+
+# A ranked search of facts within a scope: (scope, query, limit) -> facts, best first.
+SearchFacts = Callable[[Scope, str, int], list[Fact]]
+
+
+def recall(
+    engine: SQLiteEngine,
+    search_facts: SearchFacts,
+    tenant_id: str,
+    question: str | None = None,
+    *,
+    subjects: Sequence[str] | None = None,
+    attributes: Sequence[str] | None = None,
+    memory_types: Sequence[str] | None = None,
+    at: clock.Timestamp | None = None,
+    known_at: clock.Timestamp | None = None,
+    k: int = 5,
+    max_facts: int = 50,
+) -> Context:
+    """Build the smallest cited context for `question` about `tenant_id`.
+
+    Without `at`, answers about now (the open facts); with `at`, as of that instant.
+    Structured state for the named subjects/attributes comes first; `question` then
+    adds up to `k` search hits as evidence (never replacing a key's exact state), and
+    the superseded values of the selected keys are listed as history.
+    """
+    namespaces.check_item_namespace((tenant_id,))
+    scope = Scope(
+        at=None if at is None else clock.normalize(at),
+        known_at=None if known_at is None else clock.normalize(known_at),
+        tenant=tenant_id,
+    )
+    engine.ensure_ready()
+    with engine.snapshot() as conn:  # state, evidence and history from one committed state
+        facts: list[Fact] = []
+        if subjects or attributes or memory_types:
+            cond, params = _state_sql(scope, subjects, attributes, memory_types)
+            rows = conn.execute(
+                f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
+                "ORDER BY f.subject, f.attribute LIMIT ?",
+                (*params, max_facts),
+            ).fetchall()
+            facts = [ledger.row_to_fact(r) for r in rows]
+        evidence = _search_evidence(
+            search_facts, scope, question, k, {(f.subject, f.attribute) for f in facts}
+        )
+        if not (subjects or attributes or memory_types):
+            # No structured selection was asked for: the best search hits are the state. With
+            # one, hits never become authoritative, even when the selection matched nothing.
+            facts, evidence = evidence, []
+        history = _history_of(conn, facts, scope)
+    return Context(
+        text=_render(facts, evidence, history, scope),
+        facts=facts,
+        evidence=evidence,
+        history=history,
+        at=clock.parse_stored(scope.at),
+    )
+
+
+def _search_evidence(
+    search_facts: SearchFacts,
+    scope: Scope,
+    question: str | None,
+    k: int,
+    seen: set[tuple[str, str]],
+) -> list[Fact]:
+    if not question:
+        return []
+    hits = search_facts(scope, question, k + len(seen))
+    out = [f for f in hits if (f.subject, f.attribute) not in seen]
+    return out[:k]
+
+
+def _history_of(conn: Any, facts: list[Fact], scope: Scope) -> list[Fact]:
+    out: list[Fact] = []
+    for fact in facts:
+        ns = namespaces.to_text(fact.namespace)
+        for old in ledger.history(conn, ns, fact.attribute, scope.known_at):
+            if old.fact_id != fact.fact_id and old.valid_from < fact.valid_from:
+                out.append(old)
+    return out
+
+
+def _render(facts: list[Fact], evidence: list[Fact], history: list[Fact], scope: Scope) -> str:
+    when = f"as of {scope.at}" if scope.at else "current"
+    lines = [f"Known facts ({when}; authoritative):"]
+    lines += [cite(f) for f in facts] or ["- (none)"]
+    if evidence:
+        lines.append("Related facts (supporting evidence):")
+        lines += [cite(f) for f in evidence]
+    if history:
+        lines.append("History (superseded; do not use as current):")
+        lines += [cite(f, "was") for f in history]
+    return "\n".join(lines)

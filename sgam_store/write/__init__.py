@@ -1,0 +1,1 @@
+"""The write path: candidates, memory schemas, the write service and the fact writer."""

@@ -33,6 +33,7 @@ from sgam_store.core.models import Fact, MemoryFact
 from sgam_store.core.namespaces import fact_namespace
 from sgam_store.core.schema_migration import TransformRegistry, register_transform
 from sgam_store.engines.sqlite.connection import connect
+from sgam_store.engines.sqlite.erasure import PurgeReport
 from sgam_store.ledger.episodes import Episode, ExternalSource
 from sgam_store.ledger.policies import (
     ConflictPolicy,
@@ -41,7 +42,6 @@ from sgam_store.ledger.policies import (
     SourcePrecedence,
 )
 from sgam_store.lifecycle.backfill import BackfillReport
-from sgam_store.lifecycle.erasure import PurgeReport
 from sgam_store.lifecycle.retention import RetentionPolicy, RetentionReport, parse_policy
 from sgam_store.managers.consolidation import (
     ConsolidationConfig,

@@ -32,18 +32,19 @@ from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import InvalidFactError, ReadOnlyViewError
 from sgam_store.core.models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
+from sgam_store.engines.sqlite import erasure, filters
 from sgam_store.engines.sqlite.engine import SQLiteEngine
+from sgam_store.engines.sqlite.erasure import PurgeReport
+from sgam_store.engines.sqlite.stats import collect_stats
+from sgam_store.engines.sqlite.vector_cache import VectorCache
 from sgam_store.ledger import episodes
-from sgam_store.lifecycle import erasure, retention
+from sgam_store.lifecycle import retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
-from sgam_store.lifecycle.erasure import PurgeReport
 from sgam_store.lifecycle.retention import RetentionReport
-from sgam_store.lifecycle.stats import collect_stats
 from sgam_store.read import search
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
 from sgam_store.read.search import Scope
-from sgam_store.read.vector_cache import VectorCache
 from sgam_store.write import service
 from sgam_store.write.facts import FactWriter
 
@@ -533,7 +534,7 @@ def _validate(op: Op) -> None:
             _check_put(op)
     elif isinstance(op, SearchOp):
         namespaces.check_labels(op.namespace_prefix)
-        search.check_filter(op.filter)
+        filters.check_filter(op.filter)
         _check_page(op.limit, op.offset)
     elif isinstance(op, ListNamespacesOp):
         _check_page(op.limit, op.offset)

@@ -23,7 +23,7 @@ from typing import Any
 
 from sgam_store import SGAMStore
 from sgam_store.engines.sqlite import connection
-from sgam_store.read.index import FACT_BITS
+from sgam_store.engines.sqlite.indexing import FACT_BITS
 
 from .conftest import HashEmbeddings
 

@@ -11,7 +11,7 @@ import pytest
 
 from sgam_store import InvalidFactError, InvalidNamespaceError, MemoryFact, SGAMStore
 from sgam_store.cli import main
-from sgam_store.read.index import FACT_MASK
+from sgam_store.engines.sqlite.indexing import FACT_MASK
 
 TOKEN = "zanzibarquux"  # only in the data that gets purged
 PASSPORT = [  # (episode, value, valid_from): the seed's order, delayed e0 last

@@ -13,7 +13,7 @@ import sqlite_vec
 from sgam_store import MemoryFact, SchemaTransformError, SGAMStore, register_transform
 from sgam_store.cli import main
 from sgam_store.core.schema_migration import REGISTRY, TransformRegistry
-from sgam_store.read.index import FACT_MASK
+from sgam_store.engines.sqlite.indexing import FACT_MASK
 from tests.conftest import HashEmbeddings
 from tests.fixtures.make_fixture import FIXTURE, INDEX
 

@@ -33,6 +33,14 @@ from sgam_store.core.errors import (
     ValueTooLargeError,
 )
 from sgam_store.core.models import Fact, MemoryFact
+from sgam_store.engines.sqlite.predicates import (
+    KEY_PAIRS,
+    as_list,
+    belief,
+    believed_sql,
+    current_sql,
+    visible,
+)
 from sgam_store.ledger import episodes
 from sgam_store.ledger.policies import Claim, ConflictPolicy, Decision
 
@@ -156,46 +164,6 @@ def fetch_row(cur: Any, sql: str, params: Sequence[Any]) -> FactRow | None:
     """The first row of a `SELECT {COLUMNS} ...` statement, by name."""
     row = cur.execute(sql, params).fetchone()
     return None if row is None else FactRow._make(row)
-
-
-# ---------------------------------------------------------------- visibility (read rule)
-
-
-def believed_sql(alias: str = "") -> str:
-    """SQL for "this version is the store's current belief": not retired."""
-    return f"{alias}.known_to IS NULL" if alias else "known_to IS NULL"
-
-
-def current_sql(alias: str = "") -> str:
-    """SQL for "the open fact of the current belief" (expiry aside: see `visible`'s users)."""
-    a = f"{alias}." if alias else ""
-    return f"{a}valid_to IS NULL AND {believed_sql(alias)}"
-
-
-def belief(known_at: str | None, alias: str = "") -> tuple[str, list[str]]:
-    """SQL for "believed at `known_at`" (None: now), the transaction-time half of a read."""
-    if known_at is None:
-        return believed_sql(alias), []
-    a = f"{alias}." if alias else ""
-    return f"{a}known_from <= ? AND ({a}known_to IS NULL OR {a}known_to > ?)", [known_at] * 2
-
-
-def visible(at: str | None, known_at: str | None, alias: str = "f") -> tuple[str, list[str]]:
-    """SQL for "rows visible at valid time `at` as believed at `known_at`".
-
-    `at=None` means *current*: the open fact of the current belief. `known_at=None`
-    means the current belief. Every read (get, search, list, history, views) uses this.
-    """
-    a = f"{alias}." if alias else ""
-    if known_at is None and at is None:
-        return current_sql(alias), []
-    tx, params = belief(known_at, alias)
-    if at is None:
-        return f"{a}valid_to IS NULL AND {tx}", params
-    return (
-        f"{a}valid_from <= ? AND ({a}valid_to IS NULL OR {a}valid_to > ?) AND {tx}",
-        [at, at, *params],
-    )
 
 
 # ---------------------------------------------------------------- write rule
@@ -430,14 +398,13 @@ def prefetch(tx: Tx, keys: list[tuple[str, str]]) -> None:
     # Aggregate per key over its believed rows (facts_one_start: namespace, attribute,
     # valid_from WHERE known_to IS NULL), then fetch each key's latest row by that index.
     rows = tx.cur.execute(
-        "WITH k(ns, attr) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
-        "FROM json_each(?)), "
+        f"WITH k(ns, attr) AS ({KEY_PAIRS}), "
         "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
         "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
         f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
         f"SELECT {_F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
         f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}",
-        (json.dumps(wanted),),
+        (as_list(wanted),),
     ).fetchall()
     tails = {key: KeyTail(None, None) for key in wanted}
     for row in rows:

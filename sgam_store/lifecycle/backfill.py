@@ -24,8 +24,9 @@ from typing import Any
 
 from sgam_store import ledger
 from sgam_store.core.schema_migration import REGISTRY, TransformRegistry, is_scalar
-from sgam_store.lifecycle import erasure
-from sgam_store.read.index import KEYWORD_ROWIDS, flush_keywords, write_vectors
+from sgam_store.engines.sqlite import erasure
+from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, flush_keywords, write_vectors
+from sgam_store.engines.sqlite.predicates import as_list, believed_sql, in_list
 from sgam_store.write.facts import FactWriter
 
 
@@ -91,9 +92,8 @@ def _embed(facts: FactWriter, plans: list[_Plan]) -> dict[int, list[tuple[str, b
     values = {p.row.fact_id: p.value for p in plans}
     with facts.engine.reading() as conn:
         had = conn.execute(
-            "SELECT DISTINCT fact_id FROM vector_rows "
-            "WHERE fact_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(values)),),
+            f"SELECT DISTINCT fact_id FROM vector_rows WHERE {in_list('fact_id')}",
+            (as_list(values),),
         ).fetchall()
     return {fid: facts.vectors_for(values[fid]) for (fid,) in had}
 
@@ -147,7 +147,7 @@ def _select(
 ) -> list[ledger.FactRow]:
     with facts.engine.reading() as conn:
         rows = conn.execute(
-            f"SELECT {ledger.COLUMNS} FROM facts WHERE {ledger.believed_sql()} AND row_id > ? "
+            f"SELECT {ledger.COLUMNS} FROM facts WHERE {believed_sql()} AND row_id > ? "
             f"AND {match} ORDER BY row_id LIMIT ?",
             (after, *params, limit),
         ).fetchall()
@@ -172,6 +172,6 @@ def run_backfill(
         report.add(facts.run(partial(_apply, facts=facts, plans=plans, vectors=vectors)))
     with facts.engine.reading() as conn:
         report.remaining = conn.execute(
-            f"SELECT COUNT(*) FROM facts WHERE {ledger.believed_sql()} AND {match}", params
+            f"SELECT COUNT(*) FROM facts WHERE {believed_sql()} AND {match}", params
         ).fetchone()[0]
     return report

@@ -37,7 +37,8 @@ from pydantic import TypeAdapter, ValidationError
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import InvalidEpisodeError, InvalidRetentionPolicyError
-from sgam_store.lifecycle import erasure
+from sgam_store.engines.sqlite import erasure
+from sgam_store.engines.sqlite.predicates import current_sql
 
 KEEP, SESSION_ONLY, EXPIRE_AFTER = "keep", "session_only", "expire_after"
 _DURATION = TypeAdapter(timedelta)
@@ -126,7 +127,7 @@ def _expire_facts(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> lis
         return []
     rows = tx.cur.execute(
         f"SELECT {ledger.COLUMNS} FROM facts WHERE retention_policy = ? AND recorded_at <= ? "
-        f"AND {ledger.current_sql()}",
+        f"AND {current_sql()}",
         (policy, cutoff),
     ).fetchall()
     due = [ledger.FactRow._make(row) for row in rows]

@@ -17,10 +17,10 @@ from langgraph.store.base import Op, SearchItem, SearchOp
 
 from sgam_store import ledger
 from sgam_store.core.models import Fact
+from sgam_store.engines.sqlite.vector_cache import Scan, VectorCache
 from sgam_store.read import search
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.search import Candidates, KeywordQuery, Ranked, RetrievalConfig, Scope
-from sgam_store.read.vector_cache import Scan, VectorCache
 
 # Hybrid search overlaps the vector scan with FTS5 from this many vectors in scope.
 # Measured (2 cores): 400 vectors 1.16 vs 1.19 ms sequential, 2,000 1.53 vs 1.72 ms;

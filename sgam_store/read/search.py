@@ -1,14 +1,13 @@
 """The read side of the BaseStore contract: filters, listing, keyword and vector search.
 
 Every query here takes a `Scope` (instant, belief time, tenant) and turns it into SQL
-through `ledger.visible`, so current reads, `as_of` views and tenant views share one
+through `visible`, so current reads, `as_of` views and tenant views share one
 rule. Nothing here writes.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,15 +18,11 @@ from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
-from sgam_store.core.errors import InvalidFilterError
-from sgam_store.read.index import FACT_MASK, slot_range, tenant_slot
-from sgam_store.read.vector_cache import Scan
+from sgam_store.engines.sqlite.filters import filter_sql
+from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
+from sgam_store.engines.sqlite.predicates import as_list, in_list, visible
+from sgam_store.engines.sqlite.vector_cache import Scan
 
-OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
-# Filter keys are dotted paths; segments may hold letters, digits, '_', '-', ':', '@', ' '.
-# Anything else (quotes, brackets, '$', parentheses) is refused instead of escaped.
-_FILTER_SEGMENT = re.compile(r"^[\w\-:@ ]+$")
-MAX_FILTER_TERMS = 200  # conditions in one filter; SQLite caps expression depth at 1000
 KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
@@ -72,7 +67,7 @@ class Scope:
     tenant: str | None = None
 
     def where(self, alias: str = "f") -> tuple[str, list[Any]]:
-        cond, params = ledger.visible(self.at, self.known_at, alias)
+        cond, params = visible(self.at, self.known_at, alias)
         if self.current:  # an expired fact is stale even before the sweep closes it
             cond += f" AND ({alias}.expires_at IS NULL OR {alias}.expires_at > ?)"
             params = [*params, clock.utc_now()]
@@ -84,117 +79,6 @@ class Scope:
     @property
     def current(self) -> bool:
         return self.at is None and self.known_at is None
-
-
-# ------------------------------------------------------------------ filters
-
-
-def json_path(key: str) -> str:
-    """`a.b-c` -> `$."a"."b-c"`, after refusing unsafe segments."""
-    if not isinstance(key, str):
-        raise InvalidFilterError(f"Invalid filter key {key!r}: keys are strings")
-    return "$" + "".join(_segment(s, key) for s in key.split("."))
-
-
-def _segment(name: object, key: object) -> str:
-    if not isinstance(name, str) or not _FILTER_SEGMENT.match(name):
-        raise InvalidFilterError(f"Invalid filter key {key!r}: use letters, digits, _ - : @")
-    return f'."{name}"'
-
-
-def _number(value: int | float) -> float | int | None:
-    """Bindable number: NaN matches nothing (bound as NULL), huge ints become floats."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
-        return float(value)
-    return value
-
-
-def _condition(path: str, op: str, value: Any) -> tuple[str, list[Any]]:
-    extract = "json_extract(f.value, ?)"
-    if op not in OPERATORS:
-        raise InvalidFilterError(f"Unknown filter operator {op!r}; use one of {OPERATORS}")
-    if isinstance(value, bool):
-        if op not in ("$eq", "$ne"):
-            raise InvalidFilterError(f"{op} does not apply to booleans")
-        test = "=" if op == "$eq" else "IS NOT"
-        return f"json_type(f.value, ?) {test} ?", [path, "true" if value else "false"]
-    if value is None:
-        return (f"{extract} IS NULL" if op == "$eq" else f"{extract} IS NOT NULL"), [path]
-    if isinstance(value, int | float):
-        bound, kind = _number(value), "json_type(f.value, ?) IN ('integer', 'real')"
-    elif isinstance(value, str):
-        bound, kind = value, "json_type(f.value, ?) = 'text'"
-    elif isinstance(value, list | tuple | dict):
-        if op not in ("$eq", "$ne"):
-            raise InvalidFilterError(f"{op} does not apply to lists or objects")
-        sql, params = _match(path, value, exact=True, budget=[MAX_FILTER_TERMS])
-        return (sql if op == "$eq" else f"NOT COALESCE({sql}, 0)"), params
-    else:
-        raise InvalidFilterError(f"unsupported filter value type {type(value).__name__}")
-    sql_op = {"$eq": "=", "$ne": "IS NOT", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    if op == "$ne":
-        return f"{extract} IS NOT ?", [path, bound]
-    return f"({kind} AND {extract} {sql_op} ?)", [path, path, bound]
-
-
-def _is_operators(spec: Any) -> bool:
-    return (
-        isinstance(spec, dict)
-        and bool(spec)
-        and all(isinstance(k, str) and k.startswith("$") for k in spec)
-    )
-
-
-def _match(path: str, spec: Any, *, exact: bool, budget: list[int]) -> tuple[str, list[Any]]:
-    """Match the JSON at `path` by value, as InMemoryStore compares filters.
-
-    An object filter matches an object holding every key it names with a matching value,
-    whatever the key order (`exact`: the same keys and no others, for `$eq`/`$ne` with an
-    object); a list matches a list of the same length element by element; an operator
-    object applies its operators there. Comparing JSON text instead would depend on key
-    order and could never match a partial object. `budget` caps the conditions, because
-    SQLite refuses expression trees beyond a fixed depth.
-    """
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise InvalidFilterError(f"filter too large: more than {MAX_FILTER_TERMS} conditions")
-    if _is_operators(spec) and not exact:
-        parts = [_condition(path, op, value) for op, value in spec.items()]
-    elif isinstance(spec, dict):
-        parts = [("json_type(f.value, ?) = 'object'", [path])]
-        if exact:
-            parts.append(("(SELECT count(*) FROM json_each(f.value, ?)) = ?", [path, len(spec)]))
-        parts += [
-            _match(path + _segment(k, k), v, exact=exact, budget=budget) for k, v in spec.items()
-        ]
-    elif isinstance(spec, list | tuple):
-        parts = [
-            ("json_type(f.value, ?) = 'array'", [path]),
-            ("json_array_length(f.value, ?) = ?", [path, len(spec)]),
-        ]
-        parts += [_match(f"{path}[{i}]", v, exact=exact, budget=budget) for i, v in enumerate(spec)]
-    else:
-        return _condition(path, "$eq", spec)
-    return "(" + " AND ".join(sql for sql, _ in parts) + ")", [p for _, ps in parts for p in ps]
-
-
-def filter_sql(filter: dict[str, Any] | None) -> tuple[str, list[Any]]:
-    """AND of all conditions; a dict of operators, or a value matched by value."""
-    parts: list[str] = []
-    params: list[Any] = []
-    budget = [MAX_FILTER_TERMS]
-    for key, spec in (filter or {}).items():
-        sql, p = _match(json_path(key), spec, exact=False, budget=budget)
-        parts.append(sql)
-        params.extend(p)
-    return (" AND ".join(parts) or "1"), params
-
-
-def check_filter(filter: dict[str, Any] | None) -> None:
-    """Validate a filter without running it (batch validation happens before any SQL)."""
-    filter_sql(filter)
 
 
 # ------------------------------------------------------------------ items
@@ -277,8 +161,8 @@ class Candidates:
         found = dict(
             self.conn.execute(
                 "SELECT f.fact_id, f.row_id FROM facts f INDEXED BY facts_fact_id "
-                f"WHERE f.fact_id IN (SELECT value FROM json_each(?)) AND {self.where}",
-                (json.dumps(unknown), *self.params),
+                f"WHERE {in_list('f.fact_id')} AND {self.where}",
+                (as_list(unknown), *self.params),
             ).fetchall()
         )
         self.rows.update({fid: found.get(fid) for fid in unknown})
@@ -316,8 +200,8 @@ def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, Any]:
     if not row_ids:
         return {}
     rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE f.row_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(row_ids),),
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {in_list('f.row_id')}",
+        (as_list(row_ids),),
     ).fetchall()
     return {r[0]: r for r in rows}
 
@@ -374,9 +258,8 @@ def _owners(conn: Any, knn: list[tuple[int, float]]) -> Hits:
         return []
     distance = dict(knn)
     owners = conn.execute(
-        "SELECT vec_rowid, fact_id FROM vector_rows WHERE vec_rowid IN "
-        "(SELECT value FROM json_each(?))",
-        (json.dumps(list(distance)),),
+        f"SELECT vec_rowid, fact_id FROM vector_rows WHERE {in_list('vec_rowid')}",
+        (as_list(distance),),
     ).fetchall()
     hits = [(fid, 1.0 - distance[rid]) for rid, fid in owners]
     return sorted(hits, key=lambda h: (-h[1], h[0]))
@@ -567,8 +450,8 @@ def cosine_for(
     rows = conn.execute(
         "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
         "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
-        "WHERE vr.fact_id IN (SELECT value FROM json_each(?)) GROUP BY vr.fact_id",
-        (query_vec, json.dumps(fact_ids)),
+        f"WHERE {in_list('vr.fact_id')} GROUP BY vr.fact_id",
+        (query_vec, as_list(fact_ids)),
     ).fetchall()
     return {fid: 1.0 - d for fid, d in rows}
 

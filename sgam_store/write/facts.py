@@ -12,16 +12,10 @@ from typing import Any, TypeVar
 
 from sgam_store import ledger
 from sgam_store.core.models import MemoryFact
+from sgam_store.engines.sqlite.indexing import flush_keywords, flush_vectors
+from sgam_store.engines.sqlite.vector_cache import VectorCache
 from sgam_store.ledger.policies import ConflictPolicy
-from sgam_store.read.index import (
-    WHOLE_VALUE,
-    IndexSpec,
-    field_texts,
-    flush_keywords,
-    flush_vectors,
-    keyword_text,
-)
-from sgam_store.read.vector_cache import VectorCache
+from sgam_store.read.index import WHOLE_VALUE, IndexSpec, field_texts, keyword_text
 
 T = TypeVar("T")
 

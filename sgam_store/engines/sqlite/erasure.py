@@ -41,13 +41,15 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError, StoreBusyError
 from sgam_store.engines.sqlite.connection import is_busy
-from sgam_store.ledger import Writer
-from sgam_store.read.index import KEYWORD_ROWIDS
+from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, has_vectors
+
+if TYPE_CHECKING:
+    from sgam_store.ledger import Writer
 
 TABLES = (
     "facts",
@@ -120,12 +122,6 @@ def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- deletion
-
-
-def has_vectors(cur: Any) -> bool:
-    """fact_vectors exists only once a store with an index config has opened the file."""
-    row = cur.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_vectors'").fetchone()
-    return row is not None
 
 
 def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:

@@ -201,7 +201,7 @@ class SGAMStore(BaseStore):
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
         with self._lock:
-            with self.read_snapshot() if many else nullcontext():
+            with self.engine.snapshot() if many else nullcontext():
                 for i in reads:
                     results[i] = self._read(scope, ops[i], queries.get(i))
             self._refresh_ttl(ops, results, scope)
@@ -216,12 +216,6 @@ class SGAMStore(BaseStore):
             return self._ranker.search(scope, op, query_vec, self.retrieval)
         assert isinstance(op, ListNamespacesOp)
         return search.list_namespaces(self.conn, scope, op)
-
-    @contextmanager
-    def read_snapshot(self) -> Iterator[None]:
-        """One read transaction for several statements (see `SQLiteEngine.snapshot`)."""
-        with self.engine.snapshot():
-            yield
 
     # ------------------------------------------------------------------ write flow
 

@@ -387,10 +387,8 @@ class SGAMStore(BaseStore):
         )
 
     def _fact_by_row(self, row_id: int) -> Fact:
-        with self._lock:
-            row = self.conn.execute(
-                f"SELECT {ledger.COLUMNS} FROM facts WHERE row_id = ?", (row_id,)
-            ).fetchone()
+        with self.engine.reading() as conn:
+            row = self.engine.versions.by_row_id(conn, row_id)
         return ledger.row_to_fact(row)
 
     def fact_at(
@@ -402,19 +400,15 @@ class SGAMStore(BaseStore):
         known_at: clock.Timestamp | None = None,
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
-        self._ensure_ready()
         ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
-        with self._lock:
-            return ledger.fact_at(self.conn, ns, attribute, _ts(at), _ts(known_at))
+        return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
 
     def history(
         self, tenant_id: str, subject: str, attribute: str, known_at: clock.Timestamp | None = None
     ) -> list[Fact]:
         """Every fact of the key, ordered by valid_from, as believed now or at `known_at`."""
-        self._ensure_ready()
         ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
-        with self._lock:
-            return ledger.history(self.conn, ns, attribute, _ts(known_at))
+        return ledger.history(self.engine, ns, attribute, _ts(known_at))
 
     def ledger(
         self,
@@ -425,9 +419,7 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
-        self._ensure_ready()
-        with self._lock:
-            return ledger.believed(self.conn, tenant_id, subject, attribute, _ts(known_at))
+        return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""

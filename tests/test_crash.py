@@ -122,9 +122,9 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> N
 
 
 def test_disk_full_reports_the_real_error_writes_nothing_and_recovers(db_path: str) -> None:
-    """SQLite rolls a transaction back by itself on SQLITE_FULL; the Writer must not
+    """SQLite rolls a transaction back by itself on SQLITE_FULL; the engine must not
     then hide "database or disk is full" behind "cannot rollback - no transaction is
-    active" (fixed in `ledger.Writer._transaction`). The limit is real: max_page_count."""
+    active" (fixed in `SQLiteEngine.transaction`). The limit is real: max_page_count."""
     store = open_store(db_path)
     try:
         store.put(("acme", "mira"), "deadline", {"text": "before the disk filled"})

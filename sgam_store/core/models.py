@@ -7,7 +7,7 @@ who said it, which tenant, what it replaced, how long to keep).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -78,6 +78,37 @@ class MemoryFact(BaseModel):
     @property
     def namespace(self) -> tuple[str, ...]:
         return namespaces.join(self.tenant_id, self.subject)
+
+
+class FactRow(NamedTuple):
+    """One stored version of a fact: the `facts` table's columns, in order, read by name.
+
+    Timestamps are the stored fixed-width UTC text; `value` is the JSON text.
+    """
+
+    row_id: int
+    fact_id: int
+    tenant_id: str
+    namespace: str
+    subject: str
+    attribute: str
+    value: str
+    scalar: int
+    memory_type: str
+    schema_version: int
+    valid_from: str
+    valid_to: str | None
+    recorded_at: str
+    known_from: str
+    known_to: str | None
+    created_at: str
+    supersedes_fact_id: int | None
+    source_episode_id: str
+    confidence: float | None
+    retention_policy: str | None
+    expires_at: str | None
+    ttl_minutes: float | None
+    decided_by: str | None
 
 
 class Fact(BaseModel):

@@ -13,8 +13,10 @@ links and vectors keep pointing at the fact. Therefore:
   and `known_from <= K < known_to`;
 - a correction recorded later cannot leak into a read whose K precedes it.
 
-Every write runs in one `BEGIN IMMEDIATE` transaction (lock taken before the first
-read), retried as a whole on busy/locked, a bounded number of times with jitter.
+The rule is decided here and written once; its statements are the engine's
+(`tx.versions`, `engine.versions`: `engines/sqlite/versions.py` on SQLite), and every
+write runs in one engine transaction that takes the write lock before its first read,
+retried as a whole when the database is busy.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import (
@@ -32,53 +34,12 @@ from sgam_store.core.errors import (
     KeptExistingError,
     ValueTooLargeError,
 )
-from sgam_store.core.models import Fact, MemoryFact
-from sgam_store.engines.sqlite.predicates import (
-    KEY_PAIRS,
-    as_list,
-    belief,
-    believed_sql,
-    current_sql,
-    visible,
-)
+from sgam_store.core.models import Fact, FactRow, MemoryFact
 from sgam_store.ledger import episodes
 from sgam_store.ledger.policies import Claim, ConflictPolicy, Decision
 
 T = TypeVar("T")
 
-class FactRow(NamedTuple):
-    """One stored version of a fact: the `facts` table's columns, in order, read by name.
-
-    Timestamps are the stored fixed-width UTC text; `value` is the JSON text.
-    """
-
-    row_id: int
-    fact_id: int
-    tenant_id: str
-    namespace: str
-    subject: str
-    attribute: str
-    value: str
-    scalar: int
-    memory_type: str
-    schema_version: int
-    valid_from: str
-    valid_to: str | None
-    recorded_at: str
-    known_from: str
-    known_to: str | None
-    created_at: str
-    supersedes_fact_id: int | None
-    source_episode_id: str
-    confidence: float | None
-    retention_policy: str | None
-    expires_at: str | None
-    ttl_minutes: float | None
-    decided_by: str | None
-
-
-COLUMNS = ", ".join(FactRow._fields)
-_INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join('?' * len(FactRow._fields))})"
 
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
 
@@ -90,6 +51,7 @@ class Tx:
     cur: Any
     now: str
     next_row_id: int
+    versions: Any  # the engine's statements on fact versions (engines/sqlite/versions.py)
     opened: list[int] = field(default_factory=list)  # fact ids written as open/current
     retired: list[int] = field(default_factory=list)  # fact ids that stopped being current
     tenant_of: dict[int, str] = field(default_factory=dict)  # of retired facts: flip order
@@ -160,12 +122,6 @@ def row_to_fact(row: Sequence[Any]) -> Fact:
     )
 
 
-def fetch_row(cur: Any, sql: str, params: Sequence[Any]) -> FactRow | None:
-    """The first row of a `SELECT {COLUMNS} ...` statement, by name."""
-    row = cur.execute(sql, params).fetchone()
-    return None if row is None else FactRow._make(row)
-
-
 # ---------------------------------------------------------------- write rule
 
 
@@ -178,7 +134,7 @@ def append_version(tx: Tx, row: FactRow, **changes: Any) -> int:
     """
     new = row._replace(row_id=tx.allocate(), known_from=tx.now, known_to=None, **changes)
     _end_belief(tx, row, still_current=new.valid_to is None)
-    tx.cur.execute(_INSERT, new)
+    tx.versions.insert(tx.cur, new)
     return new.row_id
 
 
@@ -189,7 +145,7 @@ def retire(tx: Tx, row: FactRow) -> None:
 
 def _end_belief(tx: Tx, row: FactRow, *, still_current: bool) -> None:
     tx.tails.pop((row.namespace, row.attribute), None)  # later lookups read the table
-    tx.cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (tx.now, row.row_id))
+    tx.versions.end_belief(tx.cur, row.row_id, tx.now)
     if row.valid_to is None and not still_current:  # the fact is no longer current
         tx.retired.append(row.fact_id)
         tx.tenant_of[row.fact_id] = row.tenant_id
@@ -211,13 +167,7 @@ def _find_containing(tx: Tx, ns: str, attribute: str, instant: str) -> FactRow |
         row = tail.latest
         holds = row is not None and (row.valid_to is None or row.valid_to > instant)
         return row if holds else None
-    cond, params = visible(instant, None, alias="")
-    return fetch_row(
-        tx.cur,
-        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
-        "ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, *params),
-    )
+    return tx.versions.containing(tx.cur, ns, attribute, instant)
 
 
 def _next_start(tx: Tx, ns: str, attribute: str, instant: str) -> str | None:
@@ -228,12 +178,7 @@ def _next_start(tx: Tx, ns: str, attribute: str, instant: str) -> str | None:
         and (tail.latest is None or instant > tail.latest.valid_from)
     ):
         return None  # nothing believed starts after it
-    row = tx.cur.execute(
-        "SELECT MIN(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
-        f"AND {believed_sql()} AND valid_from > ?",
-        (ns, attribute, instant),
-    ).fetchone()
-    return row[0]
+    return tx.versions.next_start(tx.cur, ns, attribute, instant)
 
 
 def replace_fact(
@@ -275,41 +220,37 @@ def replace_fact(
     if created == start:
         # A delayed fact that is now the key's first: created_at (Item.created_at, "the
         # key's first valid_from") is derived metadata, so believed versions follow it.
-        tx.cur.execute(
-            "UPDATE facts SET created_at = ? WHERE namespace = ? AND attribute = ? "
-            f"AND {believed_sql()} AND created_at > ?",
-            (start, ns, fact.attribute, start),
-        )
+        tx.versions.move_created(tx.cur, ns, fact.attribute, start)
     expires = fact.expires_at
     if expires is None and ttl_minutes is not None:
         expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
     row_id = tx.allocate()
-    tx.cur.execute(
-        _INSERT,
-        (
-            row_id,
-            row_id,
-            fact.tenant_id,
-            ns,
-            fact.subject,
-            fact.attribute,
-            value_text,
-            scalar,
-            fact.memory_type,
-            fact.schema_version,
-            start,
-            end,
-            tx.now,
-            tx.now,
-            None,
-            created,
-            supersedes,
-            fact.source_episode_id,
-            fact.confidence,
-            fact.retention_policy,
-            expires,
-            ttl_minutes,
-            decided_by,
+    tx.versions.insert(
+        tx.cur,
+        FactRow(
+            row_id=row_id,
+            fact_id=row_id,
+            tenant_id=fact.tenant_id,
+            namespace=ns,
+            subject=fact.subject,
+            attribute=fact.attribute,
+            value=value_text,
+            scalar=scalar,
+            memory_type=fact.memory_type,
+            schema_version=fact.schema_version,
+            valid_from=start,
+            valid_to=end,
+            recorded_at=tx.now,
+            known_from=tx.now,
+            known_to=None,
+            created_at=created,
+            supersedes_fact_id=supersedes,
+            source_episode_id=fact.source_episode_id,
+            confidence=fact.confidence,
+            retention_policy=fact.retention_policy,
+            expires_at=expires,
+            ttl_minutes=ttl_minutes,
+            decided_by=decided_by,
         ),
     )
     tx.tails.pop((ns, fact.attribute), None)  # this key changed: later lookups read the table
@@ -355,12 +296,8 @@ def _first_start(tx: Tx, ns: str, attribute: str, fallback: str) -> str:
     tail = tx.tails.get((ns, attribute))
     if tail is not None:
         return min(tail.first_created, fallback) if tail.first_created else fallback
-    row = tx.cur.execute(
-        "SELECT MIN(created_at) FROM facts WHERE namespace = ? AND attribute = ? "
-        f"AND {believed_sql()}",
-        (ns, attribute),
-    ).fetchone()
-    return min(row[0], fallback) if row[0] else fallback
+    first = tx.versions.first_created(tx.cur, ns, attribute)
+    return min(first, fallback) if first else fallback
 
 
 def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | None:
@@ -369,19 +306,11 @@ def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | 
     A fact that starts after `at` never held, so it is withdrawn from belief instead.
     Returns the closed fact_id, or None when the key had no open fact.
     """
-    cond, params = visible(None, None, alias="")
-    row = fetch_row(
-        tx.cur,
-        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond}",
-        (ns, attribute, *params),
-    )
+    row = tx.versions.open_version(tx.cur, ns, attribute)
     if row is None:
         return None
     close_row(tx, row, at or tx.now)
     return row.fact_id
-
-
-_F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
 
 
 def prefetch(tx: Tx, keys: list[tuple[str, str]]) -> None:
@@ -395,21 +324,9 @@ def prefetch(tx: Tx, keys: list[tuple[str, str]]) -> None:
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return
-    # Aggregate per key over its believed rows (facts_one_start: namespace, attribute,
-    # valid_from WHERE known_to IS NULL), then fetch each key's latest row by that index.
-    rows = tx.cur.execute(
-        f"WITH k(ns, attr) AS ({KEY_PAIRS}), "
-        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
-        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
-        f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
-        f"SELECT {_F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
-        f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}",
-        (as_list(wanted),),
-    ).fetchall()
     tails = {key: KeyTail(None, None) for key in wanted}
-    for row in rows:
-        latest = FactRow._make(row[:-1])
-        tails[(latest.namespace, latest.attribute)] = KeyTail(latest, row[-1])
+    for latest, first in tx.versions.key_tails(tx.cur, wanted):
+        tails[(latest.namespace, latest.attribute)] = KeyTail(latest, first)
     tx.tails.update(tails)
 
 
@@ -421,16 +338,12 @@ def put_start(tx: Tx, ns: str, attribute: str) -> str:
     """
     tail = tx.tails.get((ns, attribute))
     if tail is not None:
-        row: Any = (tail.latest.valid_from if tail.latest else None,)
+        latest = tail.latest.valid_from if tail.latest else None
     else:
-        row = tx.cur.execute(
-            "SELECT MAX(valid_from) FROM facts WHERE namespace = ? AND attribute = ? "
-            f"AND {believed_sql()}",
-            (ns, attribute),
-        ).fetchone()
-    if row[0] is None or row[0] < tx.now:
+        latest = tx.versions.latest_start(tx.cur, ns, attribute)
+    if latest is None or latest < tx.now:
         return tx.now
-    return clock.shift(row[0], clock.MICROSECOND)
+    return clock.shift(latest, clock.MICROSECOND)
 
 
 # ---------------------------------------------------------------- transactions
@@ -446,9 +359,11 @@ class Writer:
     def run(self, body: Callable[[Tx], T]) -> T:
         """Run `body` in one write transaction, retried whole by the engine when busy."""
 
+        versions = self.engine.versions
+
         def in_transaction(cur: Any) -> tuple[Tx, T]:
-            top = cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
-            tx = Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top)
+            top = versions.max_row_id(cur)
+            tx = Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top, versions=versions)
             return tx, body(tx)
 
         def committed(outcome: tuple[Tx, T]) -> None:
@@ -462,30 +377,23 @@ class Writer:
 
 
 def fact_at(
-    conn: Any, ns: str, attribute: str, at: str | None, known_at: str | None = None
+    engine: Any, ns: str, attribute: str, at: str | None, known_at: str | None = None
 ) -> Fact | None:
-    cond, params = visible(at, known_at, alias="")
-    row = conn.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
-        "ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, *params),
-    ).fetchone()
+    """The key's fact visible at `at` (None: the open one) as believed at `known_at`."""
+    with engine.reading() as conn:
+        row = engine.versions.visible_at(conn, ns, attribute, at, known_at)
     return row_to_fact(row) if row else None
 
 
-def history(conn: Any, ns: str, attribute: str, known_at: str | None = None) -> list[Fact]:
+def history(engine: Any, ns: str, attribute: str, known_at: str | None = None) -> list[Fact]:
     """Every fact of a key as believed at `known_at` (default: now), by valid_from."""
-    cond, params = belief(known_at)
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? AND {cond} "
-        "ORDER BY valid_from",
-        (ns, attribute, *params),
-    ).fetchall()
+    with engine.reading() as conn:
+        rows = engine.versions.history(conn, ns, attribute, known_at)
     return [row_to_fact(r) for r in rows]
 
 
 def believed(
-    conn: Any,
+    engine: Any,
     tenant_id: str | None = None,
     subject: str | None = None,
     attribute: str | None = None,
@@ -494,15 +402,9 @@ def believed(
     """`history` for many keys at once: every fact believed now (or at `known_at`), open
     and closed, key by key in valid-time order, optionally narrowed to a tenant, subject
     or attribute. For inspection (`sgam ledger`), not for answering questions."""
-    cond, params = belief(known_at)
-    for column, value in (("tenant_id", tenant_id), ("subject", subject), ("attribute", attribute)):
-        if value is not None:
-            cond, params = f"{cond} AND {column} = ?", [*params, value]
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE {cond} "
-        "ORDER BY tenant_id, subject, attribute, valid_from",
-        params,
-    ).fetchall()
+    narrow = {"tenant_id": tenant_id, "subject": subject, "attribute": attribute}
+    with engine.reading() as conn:
+        rows = engine.versions.believed(conn, narrow, known_at)
     return [row_to_fact(r) for r in rows]
 
 
@@ -512,24 +414,16 @@ def believed(
 def refresh_expiry(tx: Tx, keys: list[tuple[str, str]]) -> None:
     """Move expires_at to now + ttl for open facts read with refresh (metadata, not belief)."""
     for ns, attribute in keys:
-        row = tx.cur.execute(
-            "SELECT row_id, ttl_minutes FROM facts WHERE namespace = ? AND attribute = ? "
-            f"AND {current_sql()} AND ttl_minutes IS NOT NULL",
-            (ns, attribute),
-        ).fetchone()
-        if row:
-            row_id, ttl_minutes = row
+        found = tx.versions.open_ttl(tx.cur, ns, attribute)
+        if found:
+            row_id, ttl_minutes = found
             expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
-            tx.cur.execute("UPDATE facts SET expires_at = ? WHERE row_id = ?", (expires, row_id))
+            tx.versions.set_expiry(tx.cur, row_id, expires)
 
 
 def close_expired(tx: Tx) -> int:
     """Close open facts whose expires_at has passed, at that instant; history is kept."""
-    rows = tx.cur.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ? "
-        f"AND {current_sql()}",
-        (tx.now,),
-    ).fetchall()
-    for row in map(FactRow._make, rows):
+    due = tx.versions.expired(tx.cur, tx.now)
+    for row in due:
         close_row(tx, row, row.expires_at)
-    return len(rows)
+    return len(due)

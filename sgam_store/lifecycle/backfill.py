@@ -23,10 +23,12 @@ from functools import partial
 from typing import Any
 
 from sgam_store import ledger
+from sgam_store.core.models import FactRow
 from sgam_store.core.schema_migration import REGISTRY, TransformRegistry, is_scalar
 from sgam_store.engines.sqlite import erasure
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, flush_keywords, write_vectors
 from sgam_store.engines.sqlite.predicates import as_list, believed_sql, in_list
+from sgam_store.engines.sqlite.versions import COLUMNS
 from sgam_store.write.facts import FactWriter
 
 
@@ -57,7 +59,7 @@ class BackfillReport:
 class _Plan:
     """One believed version and its transformed columns, computed outside the write lock."""
 
-    row: ledger.FactRow
+    row: FactRow
     changes: dict[str, Any]  # value, scalar, schema_version of the new version
     value: dict[str, Any]
     transforms: str
@@ -72,7 +74,7 @@ def _match(registry: TransformRegistry) -> tuple[str, list[Any]]:
     return "(" + " OR ".join(parts) + ")", params
 
 
-def _plan(row: ledger.FactRow, registry: TransformRegistry, max_bytes: int) -> _Plan:
+def _plan(row: FactRow, registry: TransformRegistry, max_bytes: int) -> _Plan:
     steps = registry.chain(row.memory_type, row.attribute, row.schema_version)
     value, version = registry.upgrade(
         row.memory_type, row.attribute, row.schema_version, json.loads(row.value)
@@ -144,14 +146,14 @@ def _apply(
 
 def _select(
     facts: FactWriter, match: str, params: list[Any], after: int, limit: int
-) -> list[ledger.FactRow]:
+) -> list[FactRow]:
     with facts.engine.reading() as conn:
         rows = conn.execute(
-            f"SELECT {ledger.COLUMNS} FROM facts WHERE {believed_sql()} AND row_id > ? "
+            f"SELECT {COLUMNS} FROM facts WHERE {believed_sql()} AND row_id > ? "
             f"AND {match} ORDER BY row_id LIMIT ?",
             (after, *params, limit),
         ).fetchall()
-    return [ledger.FactRow._make(row) for row in rows]
+    return [FactRow._make(row) for row in rows]
 
 
 def run_backfill(

@@ -37,8 +37,10 @@ from pydantic import TypeAdapter, ValidationError
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import InvalidEpisodeError, InvalidRetentionPolicyError
+from sgam_store.core.models import FactRow
 from sgam_store.engines.sqlite import erasure
 from sgam_store.engines.sqlite.predicates import current_sql
+from sgam_store.engines.sqlite.versions import COLUMNS
 
 KEEP, SESSION_ONLY, EXPIRE_AFTER = "keep", "session_only", "expire_after"
 _DURATION = TypeAdapter(timedelta)
@@ -126,11 +128,11 @@ def _expire_facts(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> lis
     if cutoff is None:
         return []
     rows = tx.cur.execute(
-        f"SELECT {ledger.COLUMNS} FROM facts WHERE retention_policy = ? AND recorded_at <= ? "
+        f"SELECT {COLUMNS} FROM facts WHERE retention_policy = ? AND recorded_at <= ? "
         f"AND {current_sql()}",
         (policy, cutoff),
     ).fetchall()
-    due = [ledger.FactRow._make(row) for row in rows]
+    due = [FactRow._make(row) for row in rows]
     for row in due:
         ledger.close_row(tx, row, clock.shift(row.recorded_at, after))
     return [row.fact_id for row in due]

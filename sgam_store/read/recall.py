@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.models import Fact
+from sgam_store.engines.sqlite.versions import COLUMNS
 from sgam_store.read.search import Scope
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def recall(
         if subjects or attributes or memory_types:
             cond, params = _state_sql(scope, subjects, attributes, memory_types)
             rows = conn.execute(
-                f"SELECT {ledger.COLUMNS} FROM facts f WHERE {cond} "
+                f"SELECT {COLUMNS} FROM facts f WHERE {cond} "
                 "ORDER BY f.subject, f.attribute LIMIT ?",
                 (*params, max_facts),
             ).fetchall()
@@ -112,7 +113,7 @@ def recall(
             # No structured selection was asked for: the best search hits are the state. With
             # one, hits never become authoritative, even when the selection matched nothing.
             facts, evidence = evidence, []
-        history = _history_of(conn, facts, scope)
+        history = _history_of(engine, facts, scope)
     return Context(
         text=_render(facts, evidence, history, scope),
         facts=facts,
@@ -136,11 +137,11 @@ def _search_evidence(
     return out[:k]
 
 
-def _history_of(conn: Any, facts: list[Fact], scope: Scope) -> list[Fact]:
+def _history_of(engine: SQLiteEngine, facts: list[Fact], scope: Scope) -> list[Fact]:
     out: list[Fact] = []
     for fact in facts:
         ns = namespaces.to_text(fact.namespace)
-        for old in ledger.history(conn, ns, fact.attribute, scope.known_at):
+        for old in ledger.history(engine, ns, fact.attribute, scope.known_at):
             if old.fact_id != fact.fact_id and old.valid_from < fact.valid_from:
                 out.append(old)
     return out

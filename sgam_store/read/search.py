@@ -16,12 +16,13 @@ from typing import Any
 
 from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
-from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
+from sgam_store.core.models import FactRow
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
 from sgam_store.engines.sqlite.predicates import as_list, in_list, visible
 from sgam_store.engines.sqlite.vector_cache import Scan
+from sgam_store.engines.sqlite.versions import F_COLUMNS
 
 KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
@@ -85,8 +86,8 @@ class Scope:
 
 
 def to_item(row: Any, score: float | None = None, search: bool = False) -> Item:
-    """An Item from a facts row (a row of `ledger.COLUMNS`)."""
-    r = ledger.FactRow._make(row)
+    """An Item from a facts row (a row of `FactRow`'s columns)."""
+    r = FactRow._make(row)
     if schema_migration.REGISTRY:  # dual-read: newest registered shape
         value = schema_migration.present(r._asdict())[0]
     else:
@@ -111,7 +112,6 @@ def get(conn: Any, scope: Scope, namespace: tuple[str, ...], key: str) -> Item |
     return to_item(row) if row else None
 
 
-F_COLUMNS = ", ".join(f"f.{n}" for n in ledger.FactRow._fields)
 
 
 def _base_where(scope: Scope, op: SearchOp) -> tuple[str, list[Any]]:

@@ -193,8 +193,4 @@ def _write(
 
 def _latest(tx: ledger.Tx, fact_id: int) -> Fact:
     """A fact's newest version in this transaction (closed copy, or the retired row)."""
-    row = tx.cur.execute(
-        f"SELECT {ledger.COLUMNS} FROM facts WHERE fact_id = ? ORDER BY row_id DESC LIMIT 1",
-        (fact_id,),
-    ).fetchone()
-    return ledger.row_to_fact(row)
+    return ledger.row_to_fact(tx.versions.latest_of(tx.cur, fact_id))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sgam_store.core.errors import StoreBusyError
-from sgam_store.engines.sqlite import connection, migrations
+from sgam_store.engines.sqlite import connection, migrations, versions
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -23,6 +23,8 @@ MAX_ATTEMPTS = 8
 
 class SQLiteEngine:
     """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
+
+    versions = versions  # the statements on fact versions the ledger's rule runs
 
     def __init__(self, target: str | Any, *, dims: int | None = None) -> None:
         """`dims`: the vector table's dimensions when the store has an index config."""

@@ -1,0 +1,204 @@
+"""The `facts` table's statements on SQLite: the lookups and writes the ledger's interval
+rule is decided on, and the bitemporal reads.
+
+The rule itself (`sgam_store.ledger`) holds no SQL: it calls these through the engine
+(`SQLiteEngine.versions`), so another engine supplies the same functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sgam_store.core.models import FactRow
+from sgam_store.engines.sqlite.predicates import (
+    KEY_PAIRS,
+    as_list,
+    belief,
+    believed_sql,
+    current_sql,
+    visible,
+)
+
+COLUMNS = ", ".join(FactRow._fields)
+F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
+_INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join('?' * len(FactRow._fields))})"
+_KEY = "namespace = ? AND attribute = ?"
+
+
+def _one(cur: Any, sql: str, params: tuple[Any, ...]) -> FactRow | None:
+    row = cur.execute(sql, params).fetchone()
+    return None if row is None else FactRow._make(row)
+
+
+def _all(cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRow]:
+    return [FactRow._make(row) for row in cur.execute(sql, params).fetchall()]
+
+
+# ---------------------------------------------------------------- the write rule's lookups
+
+
+def max_row_id(cur: Any) -> int:
+    """The highest row id so far: a transaction numbers its new versions after it."""
+    return cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
+
+
+def containing(cur: Any, ns: str, attribute: str, instant: str) -> FactRow | None:
+    """The believed version whose interval contains `instant` (at most one exists)."""
+    cond, params = visible(instant, None, alias="")
+    return _one(
+        cur,
+        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from DESC LIMIT 1",
+        (ns, attribute, *params),
+    )
+
+
+def next_start(cur: Any, ns: str, attribute: str, instant: str) -> str | None:
+    """The earliest believed start after `instant`."""
+    return cur.execute(
+        f"SELECT MIN(valid_from) FROM facts WHERE {_KEY} AND {believed_sql()} AND valid_from > ?",
+        (ns, attribute, instant),
+    ).fetchone()[0]
+
+
+def latest_start(cur: Any, ns: str, attribute: str) -> str | None:
+    """The latest believed start of a key."""
+    return cur.execute(
+        f"SELECT MAX(valid_from) FROM facts WHERE {_KEY} AND {believed_sql()}",
+        (ns, attribute),
+    ).fetchone()[0]
+
+
+def first_created(cur: Any, ns: str, attribute: str) -> str | None:
+    """The earliest `created_at` among a key's believed versions."""
+    return cur.execute(
+        f"SELECT MIN(created_at) FROM facts WHERE {_KEY} AND {believed_sql()}",
+        (ns, attribute),
+    ).fetchone()[0]
+
+
+def open_version(cur: Any, ns: str, attribute: str) -> FactRow | None:
+    """The key's open version in the current belief."""
+    return _one(
+        cur, f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}", (ns, attribute)
+    )
+
+
+def key_tails(cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]]:
+    """(latest believed version, earliest believed created_at) of many keys, one statement.
+
+    Aggregates per key over its believed rows (facts_one_start: namespace, attribute,
+    valid_from WHERE known_to IS NULL), then fetches each key's latest row by that index.
+    Keys with no believed version are absent.
+    """
+    rows = cur.execute(
+        f"WITH k(ns, attr) AS ({KEY_PAIRS}), "
+        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
+        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
+        f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
+        f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
+        f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}",
+        (as_list(keys),),
+    ).fetchall()
+    return [(FactRow._make(row[:-1]), row[-1]) for row in rows]
+
+
+# ---------------------------------------------------------------- the write rule's writes
+
+
+def insert(cur: Any, row: FactRow) -> None:
+    cur.execute(_INSERT, row)
+
+
+def end_belief(cur: Any, row_id: int, now: str) -> None:
+    """The version stops being believed at `now` (its only in-place change)."""
+    cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (now, row_id))
+
+
+def move_created(cur: Any, ns: str, attribute: str, start: str) -> None:
+    """A delayed fact became the key's first: believed versions take its start as
+    `created_at` (derived metadata, so no new versions)."""
+    cur.execute(
+        f"UPDATE facts SET created_at = ? WHERE {_KEY} AND {believed_sql()} AND created_at > ?",
+        (start, ns, attribute, start),
+    )
+
+
+# ---------------------------------------------------------------- expiry (TTL)
+
+
+def open_ttl(cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
+    """(row id, ttl minutes) of the key's open version, if it has a TTL."""
+    return cur.execute(
+        f"SELECT row_id, ttl_minutes FROM facts WHERE {_KEY} AND {current_sql()} "
+        "AND ttl_minutes IS NOT NULL",
+        (ns, attribute),
+    ).fetchone()
+
+
+def set_expiry(cur: Any, row_id: int, expires: str) -> None:
+    cur.execute("UPDATE facts SET expires_at = ? WHERE row_id = ?", (expires, row_id))
+
+
+def expired(cur: Any, now: str) -> list[FactRow]:
+    """Open versions whose `expires_at` has passed by `now`."""
+    return _all(
+        cur,
+        f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ? "
+        f"AND {current_sql()}",
+        (now,),
+    )
+
+
+# ---------------------------------------------------------------- reads
+
+
+def visible_at(
+    conn: Any, ns: str, attribute: str, at: str | None, known_at: str | None
+) -> FactRow | None:
+    """The version of a key visible at valid time `at`, as believed at `known_at`."""
+    cond, params = visible(at, known_at, alias="")
+    return _one(
+        conn,
+        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from DESC LIMIT 1",
+        (ns, attribute, *params),
+    )
+
+
+def history(conn: Any, ns: str, attribute: str, known_at: str | None) -> list[FactRow]:
+    """Every version of a key believed at `known_at` (None: now), by valid_from."""
+    cond, params = belief(known_at)
+    return _all(
+        conn,
+        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from",
+        (ns, attribute, *params),
+    )
+
+
+def believed(
+    conn: Any, narrow: dict[str, str | None], known_at: str | None
+) -> list[FactRow]:
+    """Every version believed at `known_at`, key by key in valid-time order, narrowed to
+    the given tenant_id, subject and attribute values (None: any)."""
+    cond, params = belief(known_at)
+    for column, value in narrow.items():
+        if value is not None:
+            cond, params = f"{cond} AND {column} = ?", [*params, value]
+    return _all(
+        conn,
+        f"SELECT {COLUMNS} FROM facts WHERE {cond} "
+        "ORDER BY tenant_id, subject, attribute, valid_from",
+        tuple(params),
+    )
+
+
+def by_row_id(conn: Any, row_id: int) -> FactRow | None:
+    return _one(conn, f"SELECT {COLUMNS} FROM facts WHERE row_id = ?", (row_id,))
+
+
+def latest_of(conn: Any, fact_id: int) -> FactRow | None:
+    """A fact's newest version (its closed copy, or the retired row)."""
+    return _one(
+        conn,
+        f"SELECT {COLUMNS} FROM facts WHERE fact_id = ? ORDER BY row_id DESC LIMIT 1",
+        (fact_id,),
+    )

@@ -108,7 +108,6 @@ class SGAMStore(BaseStore):
         "engine",
         "facts",
         "index_config",
-        "max_value_bytes",
         "retrieval",
         "ttl_config",
     )
@@ -132,7 +131,6 @@ class SGAMStore(BaseStore):
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
-        self.max_value_bytes = max_value_bytes
         self.default_source = default_source
         self.retrieval = (
             retrieval
@@ -145,6 +143,15 @@ class SGAMStore(BaseStore):
         self.facts = FactWriter(
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
+
+    @property
+    def max_value_bytes(self) -> int:
+        """The largest value, in bytes of its JSON, a write accepts (the fact writer's)."""
+        return self.facts.max_value_bytes
+
+    @max_value_bytes.setter
+    def max_value_bytes(self, limit: int) -> None:
+        self.facts.max_value_bytes = limit
 
     @classmethod
     @contextmanager

@@ -10,7 +10,13 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
 from typing_extensions import TypedDict
 
-from sgam_store import DimensionMismatchError, InvalidFilterError, SGAMStore, ValueTooLargeError
+from sgam_store import (
+    DimensionMismatchError,
+    InvalidFilterError,
+    MemoryFact,
+    SGAMStore,
+    ValueTooLargeError,
+)
 
 from .conftest import HashEmbeddings
 
@@ -256,3 +262,15 @@ def test_index_false_items_are_listed_but_never_found_by_a_query(vstore: SGAMSto
     vstore.put(("acme", "mira"), "deadline", {"text": "passport deadline"})
     assert {i.key for i in vstore.search(("acme",))} == {"secret", "deadline"}
     assert [h.key for h in vstore.search(("acme",), query="passport number")] == ["deadline"]
+
+
+def test_changing_max_value_bytes_applies_to_every_write_path(store: SGAMStore) -> None:
+    store.max_value_bytes = 64
+    big = "x" * 100
+    with pytest.raises(ValueTooLargeError):
+        store.put(("acme", "mira"), "note", {"text": big})
+    with pytest.raises(ValueTooLargeError):
+        store.replace_fact(MemoryFact(tenant_id="acme", subject="mira", attribute="note",
+                                      value=big, valid_from="2026-06-01T00:00:00Z",
+                                      source_episode_id="external:test"))  # fmt: skip
+    assert store.history("acme", "mira", "note") == []

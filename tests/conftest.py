@@ -13,6 +13,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import SGAMStore
+from sgam_store.core.schema_migration import REGISTRY
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -84,3 +85,12 @@ def minilm() -> Embeddings:
     from sgam_store.read.embeddings import LocalMiniLM
 
     return LocalMiniLM()
+
+
+@pytest.fixture
+def empty_transform_registry() -> Iterator[None]:
+    """The transform registry is process-wide: a test that registers transforms starts
+    and ends with none (use it with `pytestmark = pytest.mark.usefixtures(...)`)."""
+    REGISTRY.clear()
+    yield
+    REGISTRY.clear()

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from sgam_store import cli
-from sgam_store.core.schema_migration import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -65,12 +64,8 @@ EXAMPLES = [(page, i, code) for page in PAGES for i, code in enumerate(blocks(pa
 COMMAND_PAGES = [page for page in PAGES if sgam_lines(page)]
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_transforms():
-    """Examples register value transforms in the process-wide registry; start and end empty."""
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
+# Examples and tests register value transforms in the process-wide registry.
+pytestmark = pytest.mark.usefixtures("empty_transform_registry")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,8 @@ register_transform(1, 2, lambda v: {"date": v["value"]}, attribute="passport_dea
 """
 
 
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    """The registry is process-wide: every test starts and ends without transforms."""
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
+# Examples and tests register value transforms in the process-wide registry.
+pytestmark = pytest.mark.usefixtures("empty_transform_registry")
 
 
 def deadline_as_date(value: dict) -> dict:

@@ -52,6 +52,7 @@ class Tx:
     now: str
     next_row_id: int
     versions: Any  # the engine's statements on fact versions (engines/sqlite/versions.py)
+    engine: Any = None  # the engine, for its other statement sets (`tx.engine.candidates`)
     opened: list[int] = field(default_factory=list)  # fact ids written as open/current
     retired: list[int] = field(default_factory=list)  # fact ids that stopped being current
     tenant_of: dict[int, str] = field(default_factory=dict)  # of retired facts: flip order
@@ -363,7 +364,7 @@ class Writer:
 
         def in_transaction(cur: Any) -> tuple[Tx, T]:
             top = versions.max_row_id(cur)
-            tx = Tx(cur=cur, now=clock.CLOCK.now(), next_row_id=top, versions=versions)
+            tx = Tx(cur, clock.CLOCK.now(), top, versions, engine=self.engine)
             return tx, body(tx)
 
         def committed(outcome: tuple[Tx, T]) -> None:

@@ -15,7 +15,19 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sgam_store.core.errors import StoreBusyError
-from sgam_store.engines.sqlite import connection, migrations, versions
+from sgam_store.engines.sqlite import (
+    backfill,
+    candidates,
+    connection,
+    episodes,
+    erasure,
+    indexing,
+    migrations,
+    reads,
+    retention,
+    stats,
+    versions,
+)
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -24,7 +36,17 @@ MAX_ATTEMPTS = 8
 class SQLiteEngine:
     """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
 
-    versions = versions  # the statements on fact versions the ledger's rule runs
+    # The statement sets the engine-neutral layers call, each a module of functions
+    # that take a connection or cursor first; another engine supplies the same names.
+    versions = versions  # fact versions: the ledger's lookups, writes and bitemporal reads
+    reads = reads  # get, listing, candidate checks, keyword and vector rankings
+    indexing = indexing  # keyword and vector rows of a transaction
+    episodes = episodes
+    candidates = candidates  # the memory manager's candidate tables
+    retention = retention  # which rows a retention policy or ended session reaches
+    backfill = backfill  # re-embedding
+    erasure = erasure
+    stats = stats
 
     def __init__(self, target: str | Any, *, dims: int | None = None) -> None:
         """`dims`: the vector table's dimensions when the store has an index config."""

@@ -29,11 +29,10 @@ from sgam_store.core.errors import (
     TenantScopeError,
     ValueTooLargeError,
 )
-from sgam_store.core.models import Fact, MemoryFact
+from sgam_store.core.models import Fact, MemoryFact, PurgeReport
 from sgam_store.core.namespaces import fact_namespace
 from sgam_store.core.schema_migration import TransformRegistry, register_transform
 from sgam_store.engines.sqlite.connection import connect
-from sgam_store.engines.sqlite.erasure import PurgeReport
 from sgam_store.ledger.episodes import Episode, ExternalSource
 from sgam_store.ledger.policies import (
     ConflictPolicy,

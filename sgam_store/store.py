@@ -1,8 +1,8 @@
 """SGAMStore: the LangGraph `BaseStore` adapter over the ledger.
 
 Write flow (only it changes state): validate every op -> embed outside the lock ->
-one `BEGIN IMMEDIATE` transaction: `ledger.replace_fact` per fact -> keyword and
-vector rows -> commit. Read flow: `search.Scope` -> SQL through `ledger.visible`.
+one engine write transaction: the ledger's rule per fact -> keyword and vector rows ->
+commit. Read flow: a `search.Scope` -> the engine's read statements.
 Views (`as_of`, `for_tenant`) are the same flows with another Scope.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +31,14 @@ from langgraph.store.base import (
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import InvalidFactError, ReadOnlyViewError
-from sgam_store.core.models import DEFAULT_MEMORY_TYPE, SCHEMA_VERSION, Fact, MemoryFact
-from sgam_store.engines.sqlite import erasure, filters
-from sgam_store.engines.sqlite.engine import SQLiteEngine
-from sgam_store.engines.sqlite.erasure import PurgeReport
-from sgam_store.engines.sqlite.stats import collect_stats
-from sgam_store.engines.sqlite.vector_cache import VectorCache
+from sgam_store.core.models import (
+    DEFAULT_MEMORY_TYPE,
+    SCHEMA_VERSION,
+    Fact,
+    MemoryFact,
+    PurgeReport,
+)
+from sgam_store.engines import open_engine
 from sgam_store.ledger import episodes
 from sgam_store.lifecycle import retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
@@ -99,10 +101,8 @@ class SGAMStore(BaseStore):
     supports_ttl = True
     __slots__ = (
         "_cache",
-        "_lock",
         "_ranker",
         "_spec",
-        "conn",
         "default_source",
         "embeddings",
         "engine",
@@ -122,12 +122,16 @@ class SGAMStore(BaseStore):
         default_source: str = DEFAULT_SOURCE,
         retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
         vector_cache: bool = True,
+        **engine_options: Any,
     ) -> None:
-        """`vector_cache=False` searches vec0 directly instead of an in-process mirror of
-        the current vectors (see `vector_cache`; it costs 4 bytes x dims per fact)."""
+        """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
+        connection string (`engine_options` then: schema, text_search_config, pool_size,
+        prepare_threshold). `vector_cache=False` searches the engine's vector index
+        instead of an in-process mirror of the current vectors (SQLite only; it costs
+        4 bytes x dims per fact)."""
         self._spec = IndexSpec.from_config(index) if index else None
-        self.engine = SQLiteEngine(conn, dims=self._spec.dims if self._spec else None)
-        self.conn = self.engine.conn
+        dims = self._spec.dims if self._spec else None
+        self.engine = open_engine(conn, dims=dims, **engine_options)
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
@@ -137,12 +141,16 @@ class SGAMStore(BaseStore):
             if isinstance(retrieval, search.RetrievalConfig)
             else search.RetrievalConfig(**(retrieval or {}))
         )
-        self._cache = VectorCache(self._spec.dims) if self._spec and vector_cache else None
-        self._lock = self.engine.lock
-        self._ranker = Ranker(self.conn, self._lock, self._spec, self._cache)
+        self._cache = self.engine.vector_mirror(self._spec.dims) if dims and vector_cache else None
+        self._ranker = Ranker(self.engine, self._spec, self._cache)
         self.facts = FactWriter(
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
+
+    @property
+    def conn(self) -> Any:
+        """The SQLite engine's connection, for inspection (PostgreSQL pools connections)."""
+        return self.engine.conn
 
     @property
     def max_value_bytes(self) -> int:
@@ -163,7 +171,8 @@ class SGAMStore(BaseStore):
         ttl: TTLConfig | None = None,
         **kwargs: Any,
     ) -> Iterator[SGAMStore]:
-        """Open a database file (or ':memory:'), yield a store, close it afterwards."""
+        """Open a database (a SQLite file, ':memory:', or a PostgreSQL URI), yield a store,
+        close it afterwards."""
         store = cls(conn_string, index=index, ttl=ttl, **kwargs)
         try:
             yield store
@@ -195,11 +204,11 @@ class SGAMStore(BaseStore):
         and then every write in one transaction. Views call this with their scope."""
         self._ensure_ready()
         for op in ops:
-            _validate(op)
+            _validate(op, self.engine.filters)
         if len(ops) == 1 and isinstance(ops[0], GetOp) and not self.ttl_config:
             # The hottest call (BaseStore.get): one statement, nothing to prepare or refresh.
-            with self._lock:
-                return [search.get(self.conn, scope, ops[0].namespace, ops[0].key)]
+            with self.engine.reading() as conn:
+                return [search.get(self.engine, conn, scope, ops[0].namespace, ops[0].key)]
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
         puts = self._prepare_puts(ops)
@@ -207,22 +216,21 @@ class SGAMStore(BaseStore):
         results: list[Result] = [None] * len(ops)
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
-        with self._lock:
-            with self.engine.snapshot() if many else nullcontext():
-                for i in reads:
-                    results[i] = self._read(scope, ops[i], queries.get(i))
-            self._refresh_ttl(ops, results, scope)
-            if puts:
-                self.facts.run(lambda tx: self._apply_puts(tx, puts))
+        with self.engine.snapshot() if many else self.engine.reading() as conn:
+            for i in reads:
+                results[i] = self._read(conn, scope, ops[i], queries.get(i))
+        self._refresh_ttl(ops, results, scope)
+        if puts:
+            self.facts.run(lambda tx: self._apply_puts(tx, puts))
         return results
 
-    def _read(self, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
+    def _read(self, conn: Any, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
         if isinstance(op, GetOp):
-            return search.get(self.conn, scope, op.namespace, op.key)
+            return search.get(self.engine, conn, scope, op.namespace, op.key)
         if isinstance(op, SearchOp):
             return self._ranker.search(scope, op, query_vec, self.retrieval)
         assert isinstance(op, ListNamespacesOp)
-        return search.list_namespaces(self.conn, scope, op)
+        return search.list_namespaces(self.engine, conn, scope, op)
 
     # ------------------------------------------------------------------ write flow
 
@@ -483,6 +491,7 @@ class SGAMStore(BaseStore):
     ) -> PurgeReport:
         """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
         self._ensure_ready()
+        erasure = self.engine.erasure
         return erasure.execute(
             self.facts.ledger,
             lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
@@ -494,6 +503,7 @@ class SGAMStore(BaseStore):
     ) -> PurgeReport:
         """Erase an episode and the facts whose only source it was; see `erasure`."""
         self._ensure_ready()
+        erasure = self.engine.erasure
         return erasure.execute(
             self.facts.ledger,
             lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
@@ -503,8 +513,8 @@ class SGAMStore(BaseStore):
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""
         self._ensure_ready()
-        with self._lock:
-            erasure.vacuum(self.conn)
+        with self.engine.reading() as conn:
+            self.engine.erasure.vacuum(conn)
 
     def backfill(self, *, batch_size: int = 500) -> BackfillReport:
         """Rewrite rows in an old value schema as new versions; see `backfill`."""
@@ -514,12 +524,13 @@ class SGAMStore(BaseStore):
     def stats(self) -> dict[str, Any]:
         """Row counts, believed rows per value schema_version, and the file's free pages."""
         self._ensure_ready()
-        with self._lock:
-            return collect_stats(self.conn)
+        with self.engine.reading() as conn:
+            return self.engine.stats.collect_stats(conn)
 
 
-def _validate(op: Op) -> None:
-    """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch."""
+def _validate(op: Op, filters: Any) -> None:
+    """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch;
+    `filters` is the engine's filter compiler, which checks a filter whole."""
     if isinstance(op, GetOp | PutOp):
         namespaces.check_item_namespace(op.namespace)
         namespaces.check_key(op.key)

@@ -40,6 +40,7 @@ __all__ = [
     "InvalidRetentionPolicyError",
     "SchemaTransformError",
     "InvalidScenarioError",
+    "ConfigurationError",
 ]
 
 
@@ -94,6 +95,10 @@ class ReadOnlyViewError(SGAMError, PermissionError):
 
 class TenantScopeError(SGAMError, PermissionError):
     """An operation named a tenant outside the view's scope."""
+
+
+class ConfigurationError(SGAMError, ValueError):
+    """A store option or connection string that cannot be used (e.g. a bad schema name)."""
 
 
 class StoreBusyError(SGAMError, RuntimeError):

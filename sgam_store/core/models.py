@@ -6,6 +6,7 @@ who said it, which tenant, what it replaced, how long to keep).
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -143,3 +144,19 @@ class Fact(BaseModel):
     @property
     def is_open(self) -> bool:
         return self.valid_to is None
+
+
+@dataclass
+class PurgeReport:
+    """What an erasure removed: rows per table, and which facts and episodes."""
+
+    deleted: dict[str, int] = field(default_factory=dict)  # the engine's tables
+    fact_ids: list[int] = field(default_factory=list)
+    episode_ids: list[str] = field(default_factory=list)
+    source_episode_ids: list[str] = field(default_factory=list)  # sources of erased facts
+    resourced_fact_ids: list[int] = field(default_factory=list)  # kept: another source remains
+    cleared_supersedes: int = 0  # rows whose supersedes_fact_id named an erased fact
+    checkpointed: bool | None = None  # secure purge only: the WAL was truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

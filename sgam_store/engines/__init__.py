@@ -1,1 +1,39 @@
-"""Database engines: where SQL and a database's own features live."""
+"""Database engines: where SQL and each database's features live.
+
+`open_engine` picks one from the connection target, so the store never names an engine:
+a PostgreSQL connection string opens `engines.postgres` (installed with the `postgres`
+extra), anything else a SQLite file, ':memory:' or an open sqlite3 connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def is_postgres_target(target: object) -> bool:
+    """True for PostgreSQL URIs (postgresql://, postgres://) and libpq key=value strings."""
+    if not isinstance(target, str):
+        return False
+    if target.startswith(("postgresql://", "postgres://")):
+        return True
+    return "://" not in target and any(
+        part.startswith(("host=", "dbname=")) for part in target.split()
+    )
+
+
+def open_engine(target: Any, *, dims: int | None, **options: Any) -> Any:
+    """The engine for `target`; `options` are engine settings (PostgreSQL: schema,
+    text_search_config, pool_size, prepare_threshold)."""
+    if is_postgres_target(target):
+        try:
+            from sgam_store.engines.postgres.engine import PostgresEngine
+        except ImportError as exc:  # psycopg missing: say which extra brings it
+            raise ImportError(
+                f"PostgreSQL needs the postgres extra: pip install 'sgam-store[postgres]' ({exc})"
+            ) from exc
+        return PostgresEngine(target, dims=dims, **options)
+    from sgam_store.engines.sqlite.engine import SQLiteEngine
+
+    if options:
+        raise TypeError(f"unknown options for a SQLite store: {', '.join(sorted(options))}")
+    return SQLiteEngine(target, dims=dims)

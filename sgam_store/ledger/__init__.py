@@ -50,7 +50,7 @@ class Tx:
 
     cur: Any
     now: str
-    next_row_id: int
+    row_ids: Callable[[], int]  # the engine's allocator of new version row ids
     versions: Any  # the engine's statements on fact versions (engines/sqlite/versions.py)
     engine: Any = None  # the engine, for its other statement sets (`tx.engine.candidates`)
     opened: list[int] = field(default_factory=list)  # fact ids written as open/current
@@ -63,8 +63,7 @@ class Tx:
     tails: dict[tuple[str, str], KeyTail] = field(default_factory=dict)  # see `prefetch`
 
     def allocate(self) -> int:
-        self.next_row_id += 1
-        return self.next_row_id
+        return self.row_ids()
 
 
 @dataclass(frozen=True)
@@ -288,7 +287,8 @@ def _decide_equal_start(
 
 def _claim(tx: Tx, value: Any, source: str, tenant_id: str, fact_recorded_at: str) -> Claim:
     """A conflict side as policies see it: its source episode, if it is one of the tenant's."""
-    episode = None if episodes.is_external(source) else episodes.load(tx.cur, source, tenant_id)
+    external = episodes.is_external(source)
+    episode = None if external else episodes.load(tx.engine, tx.cur, source, tenant_id)
     recorded = clock.fmt(episode.recorded_at) if episode else fact_recorded_at
     return Claim(value=value, source_episode_id=source, episode=episode, recorded_at=recorded)
 
@@ -363,8 +363,7 @@ class Writer:
         versions = self.engine.versions
 
         def in_transaction(cur: Any) -> tuple[Tx, T]:
-            top = versions.max_row_id(cur)
-            tx = Tx(cur, clock.CLOCK.now(), top, versions, engine=self.engine)
+            tx = Tx(cur, clock.CLOCK.now(), versions.row_ids(cur), versions, engine=self.engine)
             return tx, body(tx)
 
         def committed(outcome: tuple[Tx, T]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -28,16 +28,8 @@ from sgam_store.core.errors import (
 )
 from sgam_store.core.models import Fact
 
-if TYPE_CHECKING:
-    from sgam_store.engines.sqlite.engine import SQLiteEngine
-
 SourceKind = Literal["user_message", "assistant_message", "tool_result", "business_event"]
 EXTERNAL_PREFIXES = ("external:", "thread:", "run:")
-
-_COLUMNS = (
-    "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
-    "occurred_at, recorded_at, retention_class"
-)
 
 
 class Episode(BaseModel):
@@ -120,20 +112,19 @@ def external_source(source_id: str) -> ExternalSource:
     return ExternalSource(source_id=source_id, kind=kind, ref=ref)  # type: ignore[arg-type]
 
 
-# ---------------------------------------------------------------- SQL (cursor level)
+# ---------------------------------------------------------------- on an open cursor
+# An episode row is a tuple in `Episode`'s field order (the engine's `episodes.COLUMNS`),
+# with metadata as JSON text and timestamps as stored text.
 
 
-def insert(cur: Any, episode: Episode) -> None:
+def insert(engine: Any, cur: Any, episode: Episode) -> None:
     """Insert inside a write transaction; an existing id is refused (episodes are immutable)."""
-    found = cur.execute(
-        "SELECT 1 FROM episodes WHERE episode_id = ?", (episode.episode_id,)
-    ).fetchone()
-    if found:
+    if engine.episodes.exists(cur, episode.episode_id):
         raise InvalidEpisodeError(
             f"episode {episode.episode_id!r} is already recorded; episodes are immutable"
         )
-    cur.execute(
-        f"INSERT INTO episodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    engine.episodes.insert(
+        cur,
         (
             episode.episode_id,
             episode.tenant_id,
@@ -149,15 +140,12 @@ def insert(cur: Any, episode: Episode) -> None:
     )
 
 
-def load(cur: Any, episode_id: str, tenant_id: str | None = None) -> Episode | None:
+def load(engine: Any, cur: Any, episode_id: str, tenant_id: str | None = None) -> Episode | None:
     """The episode, or None; with `tenant_id`, another tenant's episode is None too."""
-    sql, params = f"SELECT {_COLUMNS} FROM episodes WHERE episode_id = ?", [episode_id]
-    if tenant_id is not None:
-        sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
-    row = cur.execute(sql, params).fetchone()
+    row = engine.episodes.by_id(cur, episode_id, tenant_id)
     if row is None:
         return None
-    r = dict(zip([c.strip() for c in _COLUMNS.split(",")], row, strict=True))
+    r = dict(zip(Episode.model_fields, row, strict=True))
     return Episode.model_validate({**r, "metadata": json.loads(r["metadata"])})
 
 
@@ -165,7 +153,7 @@ def load(cur: Any, episode_id: str, tenant_id: str | None = None) -> Episode | N
 
 
 def record_episode(
-    engine: SQLiteEngine,
+    engine: Any,
     tenant_id: str,
     content: str,
     *,
@@ -194,19 +182,17 @@ def record_episode(
         )
     except ValidationError as exc:
         raise InvalidEpisodeError(explain(exc)) from None
-    engine.transaction(lambda cur: insert(cur, episode))
+    engine.transaction(lambda cur: insert(engine, cur, episode))
     return episode
 
 
-def get_episode(
-    engine: SQLiteEngine, episode_id: str, *, tenant_id: str | None = None
-) -> Episode | None:
+def get_episode(engine: Any, episode_id: str, *, tenant_id: str | None = None) -> Episode | None:
     with engine.reading() as conn:
-        return load(conn, episode_id, tenant_id)
+        return load(engine, conn, episode_id, tenant_id)
 
 
 def who_said(
-    engine: SQLiteEngine, fact: Fact | int, *, tenant_id: str | None = None
+    engine: Any, fact: Fact | int, *, tenant_id: str | None = None
 ) -> Episode | ExternalSource:
     """The episode behind a fact (text and speaker), or its explicit external marker.
 
@@ -216,15 +202,13 @@ def who_said(
     """
     fact_id = fact.fact_id if isinstance(fact, Fact) else fact
     with engine.reading() as conn:
-        row = conn.execute(
-            "SELECT tenant_id, source_episode_id FROM facts WHERE fact_id = ? LIMIT 1", (fact_id,)
-        ).fetchone()
+        row = engine.episodes.fact_source(conn, fact_id)
         if row is None or (tenant_id is not None and row[0] != tenant_id):
             raise FactNotFoundError(f"no fact with fact_id={fact_id}" + _for(tenant_id))
         owner, source = row
         if is_external(source):
             return external_source(source)
-        episode = load(conn, source, owner)
+        episode = load(engine, conn, source, owner)
     if episode is None:
         raise EpisodeNotFoundError(
             f"fact {fact_id} cites {source!r}, which is neither a recorded episode of tenant "

@@ -24,11 +24,7 @@ from typing import Any
 
 from sgam_store import ledger
 from sgam_store.core.models import FactRow
-from sgam_store.core.schema_migration import REGISTRY, TransformRegistry, is_scalar
-from sgam_store.engines.sqlite import erasure
-from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, flush_keywords, write_vectors
-from sgam_store.engines.sqlite.predicates import as_list, believed_sql, in_list
-from sgam_store.engines.sqlite.versions import COLUMNS
+from sgam_store.core.schema_migration import REGISTRY, Key, TransformRegistry, is_scalar
 from sgam_store.write.facts import FactWriter
 
 
@@ -65,15 +61,6 @@ class _Plan:
     transforms: str
 
 
-def _match(registry: TransformRegistry) -> tuple[str, list[Any]]:
-    """SQL for rows a registered transform applies to (kind is a column name we chose)."""
-    parts, params = [], []
-    for kind, name, version in registry.registered_keys():
-        parts.append(f"({kind} = ? AND schema_version = ?)")
-        params += [name, version]
-    return "(" + " OR ".join(parts) + ")", params
-
-
 def _plan(row: FactRow, registry: TransformRegistry, max_bytes: int) -> _Plan:
     steps = registry.chain(row.memory_type, row.attribute, row.schema_version)
     value, version = registry.upgrade(
@@ -92,49 +79,42 @@ def _embed(facts: FactWriter, plans: list[_Plan]) -> dict[int, list[tuple[str, b
     if not facts.spec:
         return {}
     values = {p.row.fact_id: p.value for p in plans}
-    with facts.engine.reading() as conn:
-        had = conn.execute(
-            f"SELECT DISTINCT fact_id FROM vector_rows WHERE {in_list('fact_id')}",
-            (as_list(values),),
-        ).fetchall()
-    return {fid: facts.vectors_for(values[fid]) for (fid,) in had}
+    engine = facts.engine
+    with engine.reading() as conn:
+        had = engine.backfill.with_vectors(conn, list(values))
+    return {fid: facts.vectors_for(values[fid]) for fid in had}
 
 
 def _reindex(
     tx: ledger.Tx, facts: FactWriter, plan: _Plan, vectors: list[tuple[str, bytes]] | None
 ) -> bool:
     """Rebuild the fact's keyword row (if it had one) and vectors (if re-embedded)."""
-    fact_id, row = plan.row.fact_id, plan.row
-    had_keyword = tx.cur.execute(
-        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (json.dumps([fact_id]),)
-    ).rowcount
+    fact_id, row, engine = plan.row.fact_id, plan.row, tx.engine
+    had_keyword = engine.backfill.delete_keyword_row(tx.cur, fact_id)
     if had_keyword:
         body = facts.keyword_text(row.subject, row.attribute, plan.value, None)
-        flush_keywords(tx.cur, [(fact_id, row.tenant_id, body)])
+        engine.indexing.flush_keywords(tx.cur, [(fact_id, row.tenant_id, body)])
     if vectors is not None:
-        erasure.delete_vectors(tx.cur, [fact_id])
+        engine.erasure.delete_vectors(tx.cur, [fact_id])
         is_open = row.valid_to is None
-        write_vectors(tx.cur, fact_id, row.tenant_id, vectors, current=is_open)
-    return bool(had_keyword) or vectors is not None
+        engine.indexing.write_vectors(tx.cur, fact_id, row.tenant_id, vectors, current=is_open)
+    return had_keyword or vectors is not None
 
 
 def _apply(
     tx: ledger.Tx, *, facts: FactWriter, plans: list[_Plan], vectors: dict[int, Any]
 ) -> BackfillReport:
-    done = BackfillReport()
+    done, statements = BackfillReport(), tx.engine.backfill
     for plan in plans:
         old_row_id, fact_id = plan.row.row_id, plan.row.fact_id
-        still = tx.cur.execute("SELECT known_to FROM facts WHERE row_id = ?", (old_row_id,))
-        if still.fetchone() != (None,):  # retired or erased since we read it
+        if not statements.still_believed(tx.cur, old_row_id):  # retired or erased since read
             done.skipped += 1
             continue
         # validity unchanged: the transformed value is a new version of the same interval
         new_row_id = ledger.append_version(tx, plan.row, **plan.changes)
         versions = plan.row.schema_version, plan.changes["schema_version"]
-        tx.cur.execute(
-            "INSERT INTO backfill_log (fact_id, old_row_id, new_row_id, from_version, "
-            "to_version, transforms, backfilled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (fact_id, old_row_id, new_row_id, *versions, plan.transforms, tx.now),
+        statements.log_rewrite(
+            tx.cur, fact_id, old_row_id, new_row_id, *versions, plan.transforms, tx.now
         )
         step = f"v{versions[0]}->v{versions[1]}"
         done.by_step[step] = done.by_step.get(step, 0) + 1
@@ -144,16 +124,11 @@ def _apply(
     return done
 
 
-def _select(
-    facts: FactWriter, match: str, params: list[Any], after: int, limit: int
-) -> list[FactRow]:
-    with facts.engine.reading() as conn:
-        rows = conn.execute(
-            f"SELECT {COLUMNS} FROM facts WHERE {believed_sql()} AND row_id > ? "
-            f"AND {match} ORDER BY row_id LIMIT ?",
-            (after, *params, limit),
-        ).fetchall()
-    return [FactRow._make(row) for row in rows]
+def _select(facts: FactWriter, keys: list[Key], after: int, limit: int) -> list[FactRow]:
+    """The next batch of believed rows after `after` that a registered transform applies to."""
+    engine = facts.engine
+    with engine.reading() as conn:
+        return engine.backfill.transformable_batch(conn, keys, after, limit)
 
 
 def run_backfill(
@@ -165,15 +140,13 @@ def run_backfill(
     report = BackfillReport()
     if not registry:
         return report
-    match, params = _match(registry)
+    keys, engine = registry.registered_keys(), facts.engine
     after = 0
-    while rows := _select(facts, match, params, after, batch_size):
+    while rows := _select(facts, keys, after, batch_size):
         after = rows[-1].row_id
         plans = [_plan(row, registry, facts.max_value_bytes) for row in rows]
         vectors = _embed(facts, plans)
         report.add(facts.run(partial(_apply, facts=facts, plans=plans, vectors=vectors)))
-    with facts.engine.reading() as conn:
-        report.remaining = conn.execute(
-            f"SELECT COUNT(*) FROM facts WHERE {believed_sql()} AND {match}", params
-        ).fetchone()[0]
+    with engine.reading() as conn:
+        report.remaining = engine.backfill.transformable_count(conn, keys)
     return report

@@ -37,14 +37,10 @@ from pydantic import TypeAdapter, ValidationError
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import InvalidEpisodeError, InvalidRetentionPolicyError
-from sgam_store.core.models import FactRow
-from sgam_store.engines.sqlite import erasure
-from sgam_store.engines.sqlite.predicates import current_sql
-from sgam_store.engines.sqlite.versions import COLUMNS
+from sgam_store.core.models import PurgeReport
 
 KEEP, SESSION_ONLY, EXPIRE_AFTER = "keep", "session_only", "expire_after"
 _DURATION = TypeAdapter(timedelta)
-_POLICY_COLUMN = {"facts": "retention_policy", "episodes": "retention_class"}
 
 
 @dataclass(frozen=True)
@@ -90,20 +86,18 @@ class RetentionReport:
     now: str
     ttl_closed: int = 0
     expired_fact_ids: list[int] = field(default_factory=list)  # closed, history kept
-    erased: erasure.PurgeReport = field(default_factory=erasure.PurgeReport)
+    erased: PurgeReport = field(default_factory=PurgeReport)
     invalid: list[dict[str, Any]] = field(default_factory=list)  # skipped policies
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _policies(cur: Any, table: str, report: RetentionReport) -> list[tuple[str, RetentionPolicy]]:
+def _policies(
+    rows: list[tuple[str, int]], table: str, report: RetentionReport
+) -> list[tuple[str, RetentionPolicy]]:
     """The distinct policies stored in `table`; unparseable ones go to `report.invalid`."""
-    column = _POLICY_COLUMN[table]
     found: list[tuple[str, RetentionPolicy]] = []
-    rows = cur.execute(
-        f"SELECT {column}, COUNT(*) FROM {table} WHERE {column} IS NOT NULL GROUP BY {column}"
-    ).fetchall()
     for text, count in rows:
         try:
             found.append((text, parse_policy(text)))
@@ -127,64 +121,42 @@ def _expire_facts(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> lis
     cutoff = _cutoff(now, after)
     if cutoff is None:
         return []
-    rows = tx.cur.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE retention_policy = ? AND recorded_at <= ? "
-        f"AND {current_sql()}",
-        (policy, cutoff),
-    ).fetchall()
-    due = [FactRow._make(row) for row in rows]
+    due = tx.engine.retention.open_facts_due(tx.cur, policy, cutoff)
     for row in due:
         ledger.close_row(tx, row, clock.shift(row.recorded_at, after))
     return [row.fact_id for row in due]
 
 
-def _expired_episodes(cur: Any, policy: str, after: timedelta, now: str) -> list[str]:
+def _expired_episodes(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> list[str]:
     cutoff = _cutoff(now, after)
     if cutoff is None:
         return []
-    rows = cur.execute(
-        "SELECT episode_id FROM episodes WHERE retention_class = ? AND recorded_at <= ?",
-        (policy, cutoff),
-    ).fetchall()
-    return [r[0] for r in rows]
+    return tx.engine.retention.episodes_due(tx.cur, policy, cutoff)
 
 
 def _session_data(
-    cur: Any, tenant_id: str | None = None, thread_id: str | None = None
+    tx: ledger.Tx, tenant_id: str | None = None, thread_id: str | None = None
 ) -> tuple[list[int], list[str]]:
     """(fact_ids, episode_ids) that are session_only and recorded before their thread ended."""
-    only, params = "", []
-    if tenant_id is not None:
-        only, params = " AND s.tenant_id = ? AND s.thread_id = ?", [tenant_id, thread_id]
-    facts = cur.execute(
-        "SELECT DISTINCT f.fact_id FROM facts f JOIN ended_sessions s ON s.tenant_id = f.tenant_id "
-        "WHERE f.retention_policy = ? AND f.recorded_at <= s.ended_at "
-        "AND (f.source_episode_id = 'thread:' || s.thread_id OR f.source_episode_id IN "
-        "(SELECT e.episode_id FROM episodes e WHERE e.tenant_id = s.tenant_id "
-        f"AND e.thread_id = s.thread_id)){only}",
-        (SESSION_ONLY, *params),
-    ).fetchall()
-    episodes = cur.execute(
-        "SELECT e.episode_id FROM episodes e JOIN ended_sessions s "
-        "ON s.tenant_id = e.tenant_id AND s.thread_id = e.thread_id "
-        f"WHERE e.retention_class = ? AND e.recorded_at <= s.ended_at{only}",
-        (SESSION_ONLY, *params),
-    ).fetchall()
-    return [r[0] for r in facts], [r[0] for r in episodes]
+    statements = tx.engine.retention
+    facts = statements.ended_session_facts(tx.cur, SESSION_ONLY, tenant_id, thread_id)
+    episodes = statements.ended_session_episodes(tx.cur, SESSION_ONLY, tenant_id, thread_id)
+    return facts, episodes
 
 
 def run_retention(tx: ledger.Tx, now: str) -> RetentionReport:
     """Apply TTL and every stored policy once, inside `tx` (see the module docstring)."""
+    statements = tx.engine.retention
     report = RetentionReport(now=now, ttl_closed=ledger.close_expired(tx))
-    for text, policy in _policies(tx.cur, "facts", report):
+    for text, policy in _policies(statements.fact_policies(tx.cur), "facts", report):
         if policy.after is not None:  # expire_after
             report.expired_fact_ids += _expire_facts(tx, text, policy.after, now)
     expired: list[str] = []
-    for text, policy in _policies(tx.cur, "episodes", report):
+    for text, policy in _policies(statements.episode_classes(tx.cur), "episodes", report):
         if policy.after is not None:  # expire_after
-            expired += _expired_episodes(tx.cur, text, policy.after, now)
-    facts, episodes = _session_data(tx.cur)
-    report.erased = erasure.erase(tx.cur, facts, [*episodes, *expired])
+            expired += _expired_episodes(tx, text, policy.after, now)
+    facts, episodes = _session_data(tx)
+    report.erased = tx.engine.erasure.erase(tx.cur, facts, [*episodes, *expired])
     return report
 
 
@@ -193,11 +165,6 @@ def end_session(tx: ledger.Tx, tenant_id: str, thread_id: str) -> RetentionRepor
     namespaces.check_item_namespace((tenant_id,))
     if not isinstance(thread_id, str) or not thread_id:
         raise InvalidEpisodeError("thread_id must be a non-empty string")
-    tx.cur.execute(
-        "INSERT INTO ended_sessions (tenant_id, thread_id, ended_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (tenant_id, thread_id) "
-        "DO UPDATE SET ended_at = MAX(ended_at, excluded.ended_at)",
-        (tenant_id, thread_id, tx.now),
-    )
-    facts, episodes = _session_data(tx.cur, tenant_id, thread_id)
-    return RetentionReport(now=tx.now, erased=erasure.erase(tx.cur, facts, episodes))
+    tx.engine.retention.record_session_end(tx.cur, tenant_id, thread_id, tx.now)
+    facts, episodes = _session_data(tx, tenant_id, thread_id)
+    return RetentionReport(now=tx.now, erased=tx.engine.erasure.erase(tx.cur, facts, episodes))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,11 +49,6 @@ if TYPE_CHECKING:
 
 Status = Literal["pending", "promoted", "expired"]
 PromotedBy = Literal["recurrence", "confirmation", "statement"]
-
-_CANDIDATE_COLUMNS = (
-    "candidate_id, tenant_id, subject, attribute, value, similarity_key, memory_type, reason, "
-    "status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, promoted_by, promoted_at"
-)
 
 
 @dataclass(frozen=True)
@@ -118,6 +113,10 @@ class Candidate:
     @property
     def episode_ids(self) -> list[str]:
         return [s.episode_id for s in self.support]
+
+
+# A candidate row from the engine: `Candidate`'s fields in order, support aside.
+_ROW_FIELDS = [f.name for f in fields(Candidate) if f.name != "support"]
 
 
 @dataclass(frozen=True)
@@ -240,7 +239,7 @@ def consolidate(
         policy=policy,
         then=then,
     )
-    after = {c.candidate_id: c for c in _load(store, "candidate_id", touched)}
+    after = {c.candidate_id: c for c in _load(store, touched)}
     seen = list(dict.fromkeys(touched))
     return ConsolidationResult(
         write=result,
@@ -288,52 +287,40 @@ def _is_current(store: SGAMStore, tenant_id: str, item: _Held) -> bool:
 
 def _support_of(store: SGAMStore, tenant_id: str, item: _Held) -> set[str]:
     """Episodes already supporting the pending candidate this one matches."""
+    update = item.update
     with store.engine.reading() as conn:
-        rows = conn.execute(
-            "SELECT s.episode_id FROM memory_candidates c "
-            "JOIN candidate_support s ON s.candidate_id = c.candidate_id "
-            "WHERE c.tenant_id = ? AND c.subject = ? AND c.attribute = ? "
-            "AND c.similarity_key = ? AND c.status = 'pending'",
-            (tenant_id, item.update.subject, item.update.attribute, item.key),
-        ).fetchall()
-    return {r[0] for r in rows}
+        return set(
+            store.engine.candidates.pending_support(
+                conn, tenant_id, update.subject, update.attribute, item.key
+            )
+        )
 
 
 def _upsert(
     tx: ledger.Tx, tenant_id: str, episode: Episode, item: _Held, cfg: ConsolidationConfig
 ) -> int:
     """The pending candidate for this signal (created if new), with this episode's support."""
+    statements, update = tx.engine.candidates, item.update
     expires = clock.shift(tx.now, cfg.candidate_ttl)
     value = json.dumps(item.value, ensure_ascii=False)
-    row = tx.cur.execute(
-        "SELECT candidate_id FROM memory_candidates WHERE tenant_id = ? AND subject = ? "
-        "AND attribute = ? AND similarity_key = ? AND status = 'pending'",
-        (tenant_id, item.update.subject, item.update.attribute, item.key),
-    ).fetchone()
-    if row is None:
-        candidate_id = tx.cur.execute(
-            "INSERT INTO memory_candidates (tenant_id, subject, attribute, value, "
-            "similarity_key, memory_type, reason, first_seen_at, last_seen_at, expires_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING candidate_id",
-            (
-                tenant_id,
-                item.update.subject,
-                item.update.attribute,
-                value,
-                item.key,
-                item.memory_type,
-                item.reason,
-                tx.now,
-                tx.now,
-                expires,
-            ),
-        ).fetchone()[0]
+    found = statements.pending_matching(
+        tx.cur, tenant_id, update.subject, update.attribute, item.key
+    )
+    if found:
+        candidate_id = found[0]
+        statements.refresh(tx.cur, candidate_id, value, tx.now, expires)
     else:
-        candidate_id = row[0]
-        tx.cur.execute(
-            "UPDATE memory_candidates SET value = ?, last_seen_at = ?, expires_at = ? "
-            "WHERE candidate_id = ?",
-            (value, tx.now, expires, candidate_id),
+        candidate_id = statements.create(
+            tx.cur,
+            tenant_id,
+            update.subject,
+            update.attribute,
+            value,
+            item.key,
+            item.memory_type,
+            item.reason,
+            tx.now,
+            expires,
         )
     _add_support(tx, candidate_id, episode, item.payload, item.update.confidence)
     return candidate_id
@@ -347,41 +334,27 @@ def _add_support(
     confidence: float | None,
 ) -> None:
     """Link an episode; the same episode twice is one piece of evidence, not two."""
-    tx.cur.execute(
-        "INSERT INTO candidate_support (candidate_id, episode_id, payload, confidence, "
-        "recorded_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (
-            candidate_id,
-            episode.episode_id,
-            json.dumps(payload if payload is not None else {}, ensure_ascii=False, default=str),
-            confidence,
-            tx.now,
-        ),
+    tx.engine.candidates.add_support(
+        tx.cur,
+        candidate_id,
+        episode.episode_id,
+        json.dumps(payload if payload is not None else {}, ensure_ascii=False, default=str),
+        confidence,
+        tx.now,
     )
 
 
 def _promote(tx: ledger.Tx, candidate_id: int, fact: Fact, by: PromotedBy) -> None:
     """Mark the candidate promoted to `fact`, and link every supporting episode as a source."""
-    tx.cur.execute(
-        "UPDATE memory_candidates SET status = 'promoted', promoted_fact_id = ?, "
-        "promoted_by = ?, promoted_at = ? WHERE candidate_id = ?",
-        (fact.fact_id, by, tx.now, candidate_id),
-    )
-    tx.cur.execute(
-        "INSERT INTO fact_sources (fact_id, episode_id) "
-        "SELECT ?, episode_id FROM candidate_support WHERE candidate_id = ? "
-        "AND episode_id != ? ON CONFLICT DO NOTHING",
-        (fact.fact_id, candidate_id, fact.source_episode_id),
-    )
+    tx.engine.candidates.mark_promoted(tx.cur, candidate_id, fact.fact_id, by, tx.now)
+    tx.engine.candidates.link_sources(tx.cur, candidate_id, fact.fact_id, fact.source_episode_id)
 
 
 def _pending_matching(tx: ledger.Tx, fact: Fact) -> list[int]:
-    rows = tx.cur.execute(
-        "SELECT candidate_id FROM memory_candidates WHERE tenant_id = ? AND subject = ? "
-        "AND attribute = ? AND similarity_key = ? AND status = 'pending'",
-        (fact.tenant_id, fact.subject, fact.attribute, similarity_key(fact.value)),
-    ).fetchall()
-    return [r[0] for r in rows]
+    """The pending candidates a written fact states the value of."""
+    return tx.engine.candidates.pending_matching(
+        tx.cur, fact.tenant_id, fact.subject, fact.attribute, similarity_key(fact.value)
+    )
 
 
 def confirm_candidate(
@@ -399,7 +372,7 @@ def confirm_candidate(
     episode (whose text holds the quoted evidence), valid from the confirmation; the
     confirming episode joins the candidate's support and the fact's sources.
     """
-    (candidate,) = _load(store, "candidate_id", [candidate_id]) or [None]
+    (candidate,) = _load(store, [candidate_id]) or [None]
     if candidate is None or candidate.tenant_id != tenant_id:
         raise FactNotFoundError(f"no candidate {candidate_id} for tenant {tenant_id!r}")
     if candidate.status != "pending":
@@ -411,10 +384,9 @@ def confirm_candidate(
         (s for s in candidate.support if s.evidence is not None), key=lambda s: s.recorded_at
     )
     with store.engine.reading() as conn:
-        (payload_text,) = conn.execute(
-            "SELECT payload FROM candidate_support WHERE candidate_id = ? AND episode_id = ?",
-            (candidate_id, latest.episode_id),
-        ).fetchone()
+        payload_text = store.engine.candidates.support_payload(
+            conn, candidate_id, latest.episode_id
+        )
     payload = {**json.loads(payload_text), "valid_from": clock.fmt(confirmation.occurred_at)}
     key = (candidate.subject, candidate.attribute, clock.fmt(confirmation.occurred_at))
 
@@ -433,7 +405,7 @@ def confirm_candidate(
         policy=policy,
         then=then,
     )
-    (after,) = _load(store, "candidate_id", [candidate_id])
+    (after,) = _load(store, [candidate_id])
     return ConsolidationResult(
         write=result,
         held=[after] if after.status == "pending" else [],
@@ -450,15 +422,8 @@ def list_candidates(
     attribute: str | None = None,
 ) -> list[Candidate]:
     """The tenant's candidates (pending by default; `status=None` for all), with support."""
-    sql, params = (
-        f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE tenant_id = ?",
-        [tenant_id],
-    )
-    for column, value in (("status", status), ("subject", subject), ("attribute", attribute)):
-        if value is not None:
-            sql, params = f"{sql} AND {column} = ?", [*params, value]
     with store.engine.reading() as conn:
-        rows = conn.execute(f"{sql} ORDER BY candidate_id", params).fetchall()
+        rows = store.engine.candidates.listing(conn, tenant_id, status, subject, attribute)
     return _with_support(store, rows)
 
 
@@ -469,58 +434,36 @@ def sweep_candidates(
     at = clock.normalize(now) if now is not None else None
 
     def body(tx: ledger.Tx) -> int:
-        sql = "UPDATE memory_candidates SET status = 'expired' WHERE status = 'pending' "
-        sql += "AND expires_at <= ?"
-        params: list[Any] = [at or tx.now]
-        if tenant_id is not None:
-            sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
-        return tx.cur.execute(sql, params).rowcount
+        return tx.engine.candidates.expire_due(tx.cur, at or tx.now, tenant_id)
 
     return store.facts.run(body)
 
 
 def mark_extracted(tx: ledger.Tx, episode_id: str, extractor: str) -> None:
-    tx.cur.execute(
-        "INSERT INTO episode_extractions (episode_id, extracted_at, extractor) VALUES (?, ?, ?) "
-        "ON CONFLICT (episode_id) DO UPDATE SET extracted_at = excluded.extracted_at, "
-        "extractor = excluded.extractor",
-        (episode_id, tx.now, extractor),
-    )
+    """Mark the episode extracted by `extractor`, inside the transaction that applies it."""
+    tx.engine.candidates.mark_extracted(tx.cur, episode_id, extractor, tx.now)
 
 
 def is_extracted(store: SGAMStore, episode_id: str) -> bool:
     """True once a background manager has consolidated this episode's extraction."""
     with store.engine.reading() as conn:
-        row = conn.execute(
-            "SELECT 1 FROM episode_extractions WHERE episode_id = ?", (episode_id,)
-        ).fetchone()
-    return row is not None
+        return store.engine.candidates.is_extracted(conn, episode_id)
 
 
-def _load(store: SGAMStore, column: str, values: Sequence[Any]) -> list[Candidate]:
-    if not values:
+def _load(store: SGAMStore, candidate_ids: Sequence[int]) -> list[Candidate]:
+    if not candidate_ids:
         return []
-    marks = ", ".join("?" * len(values))
     with store.engine.reading() as conn:
-        rows = conn.execute(
-            f"SELECT {_CANDIDATE_COLUMNS} FROM memory_candidates WHERE {column} IN ({marks})",
-            list(values),
-        ).fetchall()
+        rows = store.engine.candidates.by_ids(conn, list(candidate_ids))
     return _with_support(store, rows)
 
 
-def _with_support(store: SGAMStore, rows: list[tuple]) -> list[Candidate]:
-    names = [c.strip() for c in _CANDIDATE_COLUMNS.split(",")]
+def _with_support(store: SGAMStore, rows: list[tuple[Any, ...]]) -> list[Candidate]:
     out = []
     for row in rows:
-        r = dict(zip(names, row, strict=True))
+        r = dict(zip(_ROW_FIELDS, row, strict=True))
         with store.engine.reading() as conn:
-            support = conn.execute(
-                "SELECT episode_id, json_extract(payload, '$.evidence'), confidence, "
-                "recorded_at FROM candidate_support WHERE candidate_id = ? "
-                "ORDER BY recorded_at, episode_id",
-                (r["candidate_id"],),
-            ).fetchall()
+            support = store.engine.candidates.support_of(conn, r["candidate_id"])
         out.append(
             Candidate(
                 **{

@@ -1,7 +1,7 @@
 """Hybrid ranking: a search's vector and keyword rankings, fused into one order.
 
-`Ranker` runs both rankings for a query (the SQL-facing pieces live in `search`; the
-vector side may scan the in-process cache in a thread of its own) and fuses them with
+`Ranker` runs both rankings for a query (the pieces that call the engine live in
+`search`; the vector side may scan the in-process cache in a thread of its own) and fuses them with
 the functions below. The score it reports is a similarity that never rises with rank.
 Nothing here writes.
 """
@@ -17,14 +17,13 @@ from langgraph.store.base import Op, SearchItem, SearchOp
 
 from sgam_store import ledger
 from sgam_store.core.models import Fact
-from sgam_store.engines.sqlite.vector_cache import Scan, VectorCache
 from sgam_store.read import search
 from sgam_store.read.index import IndexSpec
-from sgam_store.read.search import Candidates, KeywordQuery, Ranked, RetrievalConfig, Scope
+from sgam_store.read.search import Candidates, Ranked, RetrievalConfig, Scan, Scope
 
-# Hybrid search overlaps the vector scan with FTS5 from this many vectors in scope.
-# Measured (2 cores): 400 vectors 1.16 vs 1.19 ms sequential, 2,000 1.53 vs 1.72 ms;
-# below a few hundred the thread hand-off would cost more than the scan.
+# Hybrid search overlaps the vector scan with the keyword ranking from this many vectors
+# in scope. Measured (2 cores): 400 vectors 1.16 vs 1.19 ms sequential, 2,000 1.53 vs
+# 1.72 ms; below a few hundred the thread hand-off would cost more than the scan.
 OVERLAP_MIN_VECTORS = 256
 _CORES = os.cpu_count() or 1
 
@@ -33,17 +32,15 @@ class Ranker:
     """Ranks a store's searches: embeds queries, runs the rankings, fuses them.
 
     Holds what ranking keeps between searches: the keyword term statistics and the
-    scanner thread. It receives the store's connection, lock, index spec and vector
-    cache; the retrieval config is passed per call, since the store's may be replaced.
+    scanner thread. It receives the store's engine, index spec and the engine's
+    in-process vector cache (or None); the retrieval config is passed per call, since
+    the store's may be replaced.
     """
 
-    __slots__ = ("_cache", "_lock", "_pool", "_pool_pid", "_spec", "_terms", "conn")
+    __slots__ = ("_cache", "_engine", "_pool", "_pool_pid", "_spec", "_terms")
 
-    def __init__(
-        self, conn: Any, lock: Any, spec: IndexSpec | None, cache: VectorCache | None
-    ) -> None:
-        self.conn = conn
-        self._lock = lock
+    def __init__(self, engine: Any, spec: IndexSpec | None, cache: Any) -> None:
+        self._engine = engine
         self._spec = spec
         self._cache = cache
         self._terms = search.TermStats()
@@ -70,14 +67,15 @@ class Ranker:
         self, scope: Scope, op: SearchOp, query_vec: bytes | None, retrieval: RetrievalConfig
     ) -> list[SearchItem]:
         """The page of `op` (a listing without a query), the threshold applied."""
-        if not op.query:
-            return search.listing(self.conn, scope, op)
-        ranked = self.rank(scope, op, query_vec, retrieval)
-        floor = retrieval.threshold
-        if floor is not None:
-            ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
-        page = ranked[op.offset : op.offset + op.limit]
-        rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in page])
+        with self._engine.reading() as conn:
+            if not op.query:
+                return search.listing(self._engine, conn, scope, op)
+            ranked = self.rank(conn, scope, op, query_vec, retrieval)
+            floor = retrieval.threshold
+            if floor is not None:
+                ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
+            page = ranked[op.offset : op.offset + op.limit]
+            rows = self._engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
         return [
             search.to_item(rows[row_id], score=score, search=True)  # type: ignore[misc]
             for _, score, row_id in page
@@ -87,13 +85,18 @@ class Ranker:
         """Ranked facts for `query` within `scope` (the read path's search step)."""
         op = SearchOp((scope.tenant,) if scope.tenant else (), query=query, limit=limit)
         vec = self.embed_queries([op]).get(0)
-        with self._lock:
-            ranked = self.rank(scope, op, vec, retrieval)[:limit]
-            rows = search.rows_by_id(self.conn, [row_id for _, _, row_id in ranked])
+        with self._engine.reading() as conn:
+            ranked = self.rank(conn, scope, op, vec, retrieval)[:limit]
+            rows = self._engine.reads.rows_by_id(conn, [row_id for _, _, row_id in ranked])
         return [ledger.row_to_fact(rows[row_id]) for _, _, row_id in ranked]
 
     def rank(
-        self, scope: Scope, op: SearchOp, query_vec: bytes | None, retrieval: RetrievalConfig
+        self,
+        conn: Any,
+        scope: Scope,
+        op: SearchOp,
+        query_vec: bytes | None,
+        retrieval: RetrievalConfig,
     ) -> Ranked:
         """Order by the configured retrieval mode. The score never rises with rank: the
         cosine similarity when vectors exist (in hybrid mode on the fused order, see
@@ -101,26 +104,27 @@ class Ranker:
         cfg = retrieval
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
-        seen = Candidates(self.conn, scope, op)
+        engine = self._engine
+        seen = Candidates(engine, conn, scope, op)
         use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
         if not use_vectors:
-            return search.keyword_ranking(self.conn, scope, op, want, seen)
+            return search.keyword_ranking(engine, conn, scope, op, want, seen)
         assert query_vec is not None
         if cfg.mode == "vector":
-            scan = self._scan(scope, op, query_vec, depth, overlap=False)
-            return search.vector_ranking(self.conn, scope, op, query_vec, depth, seen, scan())
+            scan = self._scan(conn, scope, op, query_vec, depth, overlap=False)
+            return search.vector_ranking(engine, conn, scope, op, query_vec, depth, seen, scan())
         # The keyword query is prepared before the scan starts, so the two threads do not
         # contend for the GIL while both run Python.
-        keywords = search.keyword_match(self.conn, scope, op, self._terms)
-        scan = self._scan(scope, op, query_vec, depth, overlap=True)
+        keywords = search.keyword_match(engine, conn, scope, op, self._terms)
+        scan = self._scan(conn, scope, op, query_vec, depth, overlap=True)
         vector, keyword = hybrid_rankings(
-            self.conn, scope, op, query_vec, depth, seen, scan, keywords
+            engine, conn, scope, op, query_vec, depth, seen, scan, keywords
         )
         # Rank every candidate on both signals: keyword hits outside the KNN depth get their
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
         missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = search.cosine_for(self.conn, missing, query_vec, scan())
+        extra = search.cosine_for(engine, conn, missing, query_vec, scan())
         cosine.update(extra)
         vector = sorted(
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
@@ -134,20 +138,22 @@ class Ranker:
         return similarity_scores(fused, cosine, keyword)
 
     def _scan(
-        self, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
+        self, conn: Any, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
     ) -> Callable[[], Scan | None]:
         """The vector cache's scan for this search, its first `want` hits ranked, or None
-        where vec0 must answer (a point-in-time scope, no cache, a zero query).
+        where the engine's vector index must answer (a point-in-time scope, no cache, a
+        zero query).
 
         With `overlap` (hybrid search) a large scan runs in this ranker's scanner thread
-        while FTS5 runs on the connection: SQLite releases the GIL while it executes, so
-        on two cores the search costs about the slower side instead of the sum. Not the
-        other way round: numpy's einsum keeps the GIL, so FTS5 in the thread would wait.
+        while the keyword ranking runs on the connection: SQLite releases the GIL while it
+        executes, so on two cores the search costs about the slower side instead of the
+        sum. Not the other way round: numpy's einsum keeps the GIL, so the keyword ranking
+        in the thread would wait.
         """
         cache = self._cache if scope.current else None  # it mirrors current vectors only
         if cache is None:
             return lambda: None
-        cache.ensure(self.conn)
+        cache.ensure(conn)
         if not cache.usable(query_vec):
             return lambda: None
         tenant = search.tenant_of(scope, op)
@@ -171,6 +177,7 @@ class Ranker:
 
 
 def hybrid_rankings(
+    engine: Any,
     conn: Any,
     scope: Scope,
     op: SearchOp,
@@ -178,16 +185,17 @@ def hybrid_rankings(
     want: int,
     seen: Candidates,
     scan: Callable[[], Scan | None],
-    keywords: KeywordQuery | None,
+    keywords: Any | None,
 ) -> tuple[Ranked, Ranked]:
     """(vector ranking, keyword ranking), each `want` deep when that many match.
 
     `scan()` waits for the cache's similarity scan, which may be running in another
-    thread while FTS5 runs here (None: use vec0). The first batch of both sides is
-    checked against the scope in one query.
+    thread while the keyword ranking runs here (None: use the engine's vector index).
+    `keywords` is the engine's keyword query. The first batch of both sides is checked
+    against the scope in one query.
     """
     keyword_fetch: search.Fetch = (
-        search.bm25_hits(conn, keywords) if keywords else lambda n: ([], True)
+        search.keyword_fetch(engine, conn, keywords) if keywords else lambda n: ([], True)
     )
     kw_first = keyword_fetch(search.keyword_depth(want))
     cached = scan()
@@ -195,7 +203,9 @@ def hybrid_rankings(
         search.cached_vectors(cached)(search.vector_depth(want)) if cached is not None else None
     )
     seen.check(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
-    vector = search.vector_ranking(conn, scope, op, query_vec, want, seen, cached, vec_first)
+    vector = search.vector_ranking(
+        engine, conn, scope, op, query_vec, want, seen, cached, vec_first
+    )
     keyword = search.deepen(keyword_fetch, search.keyword_depth(want), want, seen, kw_first)[:want]
     return vector, keyword
 

@@ -12,16 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.models import Fact
-from sgam_store.engines.sqlite.versions import COLUMNS
 from sgam_store.read.search import Scope
-
-if TYPE_CHECKING:
-    from sgam_store.engines.sqlite.engine import SQLiteEngine
 
 
 @dataclass(frozen=True)
@@ -46,30 +42,12 @@ def cite(fact: Fact, label: str = "") -> str:
     )
 
 
-def _state_sql(
-    scope: Scope,
-    subjects: Sequence[str] | None,
-    attributes: Sequence[str] | None,
-    memory_types: Sequence[str] | None,
-) -> tuple[str, list[Any]]:
-    cond, params = scope.where("f")
-    for column, values in (
-        ("subject", subjects),
-        ("attribute", attributes),
-        ("memory_type", memory_types),
-    ):
-        if values:
-            cond += f" AND f.{column} IN ({', '.join('?' * len(values))})"
-            params += list(values)
-    return cond, params
-
-
 # A ranked search of facts within a scope: (scope, query, limit) -> facts, best first.
 SearchFacts = Callable[[Scope, str, int], list[Fact]]
 
 
 def recall(
-    engine: SQLiteEngine,
+    engine: Any,
     search_facts: SearchFacts,
     tenant_id: str,
     question: str | None = None,
@@ -99,12 +77,16 @@ def recall(
     with engine.snapshot() as conn:  # state, evidence and history from one committed state
         facts: list[Fact] = []
         if subjects or attributes or memory_types:
-            cond, params = _state_sql(scope, subjects, attributes, memory_types)
-            rows = conn.execute(
-                f"SELECT {COLUMNS} FROM facts f WHERE {cond} "
-                "ORDER BY f.subject, f.attribute LIMIT ?",
-                (*params, max_facts),
-            ).fetchall()
+            rows = engine.reads.structured_state(
+                conn,
+                scope.at,
+                scope.known_at,
+                scope.tenant,
+                subjects,
+                attributes,
+                memory_types,
+                max_facts,
+            )
             facts = [ledger.row_to_fact(r) for r in rows]
         evidence = _search_evidence(
             search_facts, scope, question, k, {(f.subject, f.attribute) for f in facts}
@@ -137,7 +119,7 @@ def _search_evidence(
     return out[:k]
 
 
-def _history_of(engine: SQLiteEngine, facts: list[Fact], scope: Scope) -> list[Fact]:
+def _history_of(engine: Any, facts: list[Fact], scope: Scope) -> list[Fact]:
     out: list[Fact] = []
     for fact in facts:
         ns = namespaces.to_text(fact.namespace)

@@ -12,8 +12,6 @@ from typing import Any, TypeVar
 
 from sgam_store import ledger
 from sgam_store.core.models import MemoryFact
-from sgam_store.engines.sqlite.indexing import flush_keywords, flush_vectors
-from sgam_store.engines.sqlite.vector_cache import VectorCache
 from sgam_store.ledger.policies import ConflictPolicy
 from sgam_store.read.index import WHOLE_VALUE, IndexSpec, field_texts, keyword_text
 
@@ -29,7 +27,7 @@ class FactWriter:
         spec: IndexSpec | None,
         *,
         max_value_bytes: int,
-        cache: VectorCache | None = None,
+        cache: Any = None,
     ) -> None:
         self.engine = engine
         self.spec = spec
@@ -81,12 +79,14 @@ class FactWriter:
 
     def finish(self, tx: ledger.Tx) -> None:
         """Write the transaction's queued index rows and mirror its open/closed changes
-        into vec0's `is_current` flag (and, after COMMIT, into the vector cache)."""
+        into the vector index's current flags (and, after COMMIT, into the vector cache)."""
         if tx.keyword_rows:
-            flush_keywords(tx.cur, tx.keyword_rows)
+            self.engine.indexing.flush_keywords(tx.cur, tx.keyword_rows)
             tx.keyword_rows = []
         if self.spec:
-            tx.delta = flush_vectors(tx.cur, tx.vector_rows, tx.opened, tx.retired, tx.tenant_of)
+            tx.delta = self.engine.indexing.flush_vectors(
+                tx.cur, tx.vector_rows, tx.opened, tx.retired, tx.tenant_of
+            )
             tx.vector_rows = []
 
     def _committed(self, tx: ledger.Tx) -> None:

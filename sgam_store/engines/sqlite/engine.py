@@ -21,6 +21,7 @@ from sgam_store.engines.sqlite import (
     connection,
     episodes,
     erasure,
+    filters,
     indexing,
     migrations,
     reads,
@@ -28,6 +29,7 @@ from sgam_store.engines.sqlite import (
     stats,
     versions,
 )
+from sgam_store.engines.sqlite.vector_cache import VectorCache
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -47,6 +49,7 @@ class SQLiteEngine:
     backfill = backfill  # re-embedding
     erasure = erasure
     stats = stats
+    filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
     def __init__(self, target: str | Any, *, dims: int | None = None) -> None:
         """`dims`: the vector table's dimensions when the store has an index config."""
@@ -142,6 +145,11 @@ class SQLiteEngine:
                 yield self.conn
             finally:
                 self.conn.execute("COMMIT")
+
+    def vector_mirror(self, dims: int) -> VectorCache:
+        """An in-process copy of the current vectors, which every current search scans:
+        this connection sees every commit of this process, so the copy stays exact."""
+        return VectorCache(dims)
 
     def close(self) -> None:
         if self.owns_connection:

@@ -40,11 +40,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError, StoreBusyError
+from sgam_store.core.models import PurgeReport
 from sgam_store.engines.sqlite.connection import is_busy
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, has_vectors
 
@@ -63,22 +63,6 @@ TABLES = (
     "tenants",
     "memory_candidates",
 )
-
-
-@dataclass
-class PurgeReport:
-    """What an erasure removed: rows per table, and which facts and episodes."""
-
-    deleted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
-    fact_ids: list[int] = field(default_factory=list)
-    episode_ids: list[str] = field(default_factory=list)
-    source_episode_ids: list[str] = field(default_factory=list)  # sources of erased facts
-    resourced_fact_ids: list[int] = field(default_factory=list)  # kept: another source remains
-    cleared_supersedes: int = 0  # rows whose supersedes_fact_id named an erased fact
-    checkpointed: bool | None = None  # secure purge only: the WAL was truncated
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # ---------------------------------------------------------------- selection
@@ -144,7 +128,7 @@ def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:
 def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
     """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
     facts, eps = sorted(set(fact_ids)), sorted(set(episode_ids))
-    report = PurgeReport(fact_ids=facts, episode_ids=eps)
+    report = PurgeReport(dict.fromkeys(TABLES, 0), fact_ids=facts, episode_ids=eps)
     f, e = _ids(facts), _ids(eps)
     report.source_episode_ids = [
         r[0]

@@ -1,5 +1,282 @@
 """The read side's statements on SQLite: get, listing, candidate checks, the keyword
 (FTS5) and vector (vec0) rankings, namespaces, and recall's state selection.
+
+A read's scope arrives as plain pieces, first after the connection: `at` and `known_at`
+(None: now) and `tenant` (None: any tenant); a search adds its namespace `prefix` and
+`filter`. The read layer (`sgam_store.read`) decides what to ask; nothing here writes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sgam_store.core import clock, namespaces
+from sgam_store.core.models import FactRow
+from sgam_store.engines.sqlite.filters import filter_sql
+from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
+from sgam_store.engines.sqlite.predicates import as_list, in_list, visible
+from sgam_store.engines.sqlite.versions import F_COLUMNS
+
+KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
+
+Hits = list[tuple[int, float]]  # (fact_id, score), best first
+
+
+def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
+    """SQL for "visible in the scope" over `facts f`, with its parameters."""
+    cond, params = visible(at, known_at, "f")
+    if at is None and known_at is None:
+        # An expired fact is stale even before the sweep closes it.
+        cond += " AND (f.expires_at IS NULL OR f.expires_at > ?)"
+        params = [*params, clock.utc_now()]
+    if tenant is not None:
+        cond += " AND f.tenant_id = ?"
+        params = [*params, tenant]
+    return cond, params
+
+
+def _search_scope(
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+) -> tuple[str, list[Any]]:
+    """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
+    cond, params = _scope(at, known_at, tenant)
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
+    flt_sql, flt_params = filter_sql(filter)
+    return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
+
+
+# ---------------------------------------------------------------- items and listings
+
+
+def get(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
+) -> FactRow | None:
+    """The key's version visible in the scope (the latest start, should several be)."""
+    cond, params = _scope(at, known_at, tenant)
+    row = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
+        " ORDER BY f.valid_from DESC LIMIT 1",
+        (namespace, key, *params),
+    ).fetchone()
+    return None if row is None else FactRow._make(row)
+
+
+def listing(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+) -> list[FactRow]:
+    """A page of the versions visible in the search scope, newest belief first."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {where} "
+        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
+
+
+def admitted(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    fact_ids: list[int],
+) -> dict[int, int]:
+    """{fact_id: row_id of its visible version} for those of `fact_ids` in the search scope."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    # INDEXED BY: in a tenant view the planner would otherwise walk the tenant's
+    # current facts (facts_current_ns) instead of seeking each candidate.
+    return dict(
+        conn.execute(
+            "SELECT f.fact_id, f.row_id FROM facts f INDEXED BY facts_fact_id "
+            f"WHERE {in_list('f.fact_id')} AND {where}",
+            (as_list(fact_ids), *params),
+        ).fetchall()
+    )
+
+
+def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
+    """Full rows of the given versions, by row_id (a ranked page's, read last)."""
+    if not row_ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {in_list('f.row_id')}",
+        (as_list(row_ids),),
+    ).fetchall()
+    return {row[0]: FactRow._make(row) for row in rows}
+
+
+def namespaces_under(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, prefix: Sequence[str]
+) -> list[str]:
+    """The distinct namespaces (as stored text) of visible facts under `prefix`."""
+    cond, params = _scope(at, known_at, tenant)
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
+    rows = conn.execute(
+        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
+        (*params, *ns_params),
+    ).fetchall()
+    return [text for (text,) in rows]
+
+
+def structured_state(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    subjects: Sequence[str] | None,
+    attributes: Sequence[str] | None,
+    memory_types: Sequence[str] | None,
+    limit: int,
+) -> list[FactRow]:
+    """Visible versions of the given subjects, attributes and memory types (each empty or
+    None: any), by subject and attribute, at most `limit`."""
+    cond, params = _scope(at, known_at, tenant)
+    for column, values in (
+        ("subject", subjects),
+        ("attribute", attributes),
+        ("memory_type", memory_types),
+    ):
+        if values:
+            cond += f" AND f.{column} IN ({', '.join('?' * len(values))})"
+            params += list(values)
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {cond} ORDER BY f.subject, f.attribute LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
+
+
+# ---------------------------------------------------------------- vectors (vec0)
+
+
+def nearest(
+    conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
+) -> tuple[Hits, bool, bool]:
+    """(fact_id, similarity) of the `n` nearest vectors by vec0 KNN, best first; whether
+    the ranking has no more; and whether it stopped at sqlite-vec's k ceiling (then
+    deeper hits need `nearest_exact`). `current`: only current facts' vectors."""
+    k = min(KNN_MAX_K, n)
+    sql = "SELECT rowid, distance FROM fact_vectors WHERE embedding MATCH ? AND k = ?"
+    params: list[Any] = [query_vec, k]
+    if tenant is not None:
+        sql, params = sql + " AND tenant_id = ?", [*params, tenant]
+    if current:
+        sql += " AND is_current = 1"
+    found = conn.execute(sql, params).fetchall()
+    capped = k == KNN_MAX_K and len(found) == k
+    return _owners(conn, found), len(found) < k or capped, capped
+
+
+def _owners(conn: Any, knn: list[tuple[int, float]]) -> Hits:
+    """vec0 (rowid, distance) -> (fact_id, similarity), best first."""
+    if not knn:
+        return []
+    distance = dict(knn)
+    owners = conn.execute(
+        f"SELECT vec_rowid, fact_id FROM vector_rows WHERE {in_list('vec_rowid')}",
+        (as_list(distance),),
+    ).fetchall()
+    hits = [(fid, 1.0 - distance[rid]) for rid, fid in owners]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))
+
+
+def nearest_exact(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    query_vec: bytes,
+) -> list[tuple[int, float, int]]:
+    """(fact_id, best-field similarity, row_id) of every version in the search scope that
+    has vectors, best first: an exact scan, with no k ceiling."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        "SELECT f.fact_id, f.row_id, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
+        "FROM facts f JOIN vector_rows vr ON vr.fact_id = f.fact_id "
+        f"JOIN fact_vectors v ON v.rowid = vr.vec_rowid WHERE {where} "
+        "GROUP BY f.row_id ORDER BY d",
+        (query_vec, *params),
+    ).fetchall()
+    return [(fid, 1.0 - d, row_id) for fid, row_id, d in rows]
+
+
+def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, float]:
+    """{fact_id: exact best-field cosine similarity} of those of `fact_ids` with vectors."""
+    rows = conn.execute(
+        "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
+        "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
+        f"WHERE {in_list('vr.fact_id')} GROUP BY vr.fact_id",
+        (query_vec, as_list(fact_ids)),
+    ).fetchall()
+    return {fid: 1.0 - d for fid, d in rows}
+
+
+# ---------------------------------------------------------------- keywords (FTS5)
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """An FTS5 MATCH and the rowid range of the tenant it is confined to (if any)."""
+
+    match: str
+    rowids: tuple[int, int] | None = None
+
+
+def highest_row_id(conn: Any) -> int:
+    """The highest row id so far (0 for none): one index seek."""
+    return conn.execute("SELECT max(row_id) FROM facts").fetchone()[0] or 0
+
+
+def keyword_frequency(conn: Any, term: str) -> int:
+    """How many keyword rows hold `term` (0 if none).
+
+    fts5vocab counts them by walking the term's whole posting list: milliseconds for a
+    common term, so the read layer remembers the counts.
+    """
+    row = conn.execute("SELECT doc FROM fact_fts_vocab WHERE term = ?", (term,)).fetchone()
+    return row[0] if row else 0
+
+
+def _fts_match(terms: list[str]) -> str:
+    """A safe FTS5 MATCH string: terms quoted and OR-ed."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:
+    """The keyword query matching any of `terms`, confined to `tenant` when given (its
+    rowid range); None when nothing can match."""
+    if not terms:
+        return None
+    match = _fts_match(terms)
+    if tenant is None:
+        return KeywordQuery(match)
+    slot = tenant_slot(conn, tenant)
+    return KeywordQuery(match, slot_range(slot)) if slot is not None else None
+
+
+def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
+    """The `n` best (fact_id, score) of `query` by BM25, FTS5 ranking alone; score =
+    -bm25 / (1 - bm25) in [0, 1), higher is better."""
+    sql = "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
+    if query.rowids is not None:
+        sql += " AND rowid BETWEEN ? AND ?"
+    sql += " ORDER BY b LIMIT ?"
+    found = conn.execute(sql, (query.match, *(query.rowids or ()), n)).fetchall()
+    return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]

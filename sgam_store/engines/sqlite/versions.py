@@ -7,6 +7,8 @@ The rule itself (`sgam_store.ledger`) holds no SQL: it calls these through the e
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import Any
 
 from sgam_store.core.models import FactRow
@@ -37,9 +39,13 @@ def _all(cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRow]:
 # ---------------------------------------------------------------- the write rule's lookups
 
 
-def max_row_id(cur: Any) -> int:
-    """The highest row id so far: a transaction numbers its new versions after it."""
-    return cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
+def row_ids(cur: Any) -> Callable[[], int]:
+    """New row ids for one transaction: numbered after the highest so far, which is safe
+    because `BEGIN IMMEDIATE` admits one writer at a time."""
+    ids = itertools.count(
+        cur.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0] + 1
+    )
+    return lambda: next(ids)
 
 
 def containing(cur: Any, ns: str, attribute: str, instant: str) -> FactRow | None:
@@ -174,9 +180,7 @@ def history(conn: Any, ns: str, attribute: str, known_at: str | None) -> list[Fa
     )
 
 
-def believed(
-    conn: Any, narrow: dict[str, str | None], known_at: str | None
-) -> list[FactRow]:
+def believed(conn: Any, narrow: dict[str, str | None], known_at: str | None) -> list[FactRow]:
     """Every version believed at `known_at`, key by key in valid-time order, narrowed to
     the given tenant_id, subject and attribute values (None: any)."""
     cond, params = belief(known_at)

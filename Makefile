@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench peer plain
+.PHONY: demo test lint bench peer peer-pg plain
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ bench: $(VENV)/.installed
 
 peer: $(VENV)/.installed
 	$(BIN)/python ../shared/tools/peer_suite.py $(CURDIR)/$(BIN)/python 'from sgam_store import SGAMStore as SqliteStore'
+
+# The same suite on the PostgreSQL engine (embedded server, a fresh database per store).
+peer-pg: $(VENV)/.installed
+	$(BIN)/python ../shared/tools/peer_suite.py $(CURDIR)/$(BIN)/python 'import sys; sys.path.insert(0, "$(CURDIR)/tests"); from peer_postgres import PostgresSGAMStore as SqliteStore' \
+		--deselect tests/test_store.py::test_vector_store_initialization  # reads sqlite_master
 
 # `pip install .` without extras, in a fresh venv: `import sgam_store` and README's first
 # example must work with the core dependencies alone (CI runs this before `make test`).

@@ -6,7 +6,12 @@ for the server's life: graphs get it as their store, and the Store API (`/store/
 PUT is a new fact version with history kept, and a GET shows the current one.
 
 Environment:
-- SGAM_DB_PATH: the SQLite file (default: sgam-memory.db in the project directory);
+- SGAM_PG_URI: a PostgreSQL connection string; when set, the store lives there, in its
+  own schema (SGAM_PG_SCHEMA, default "sgam") beside LangGraph's tables, so several
+  server replicas share one memory. On LangGraph Platform this can be the deployment's
+  own DATABASE_URI;
+- SGAM_DB_PATH: the SQLite file when SGAM_PG_URI is unset (default: sgam-memory.db in
+  the project directory);
 - SGAM_EMBEDDING: "local" (default when the `local` extra is installed: bundled
   all-MiniLM-L6-v2, offline) or "none" (keyword search only, and a faster start).
 """
@@ -30,6 +35,15 @@ def db_path() -> str:
     return os.environ.get("SGAM_DB_PATH") or str(DEFAULT_DB_PATH)
 
 
+def open_store() -> SGAMStore:
+    """PostgreSQL when SGAM_PG_URI is set, else the SQLite file."""
+    uri = os.environ.get("SGAM_PG_URI")
+    if uri:
+        schema = os.environ.get("SGAM_PG_SCHEMA", "sgam")
+        return SGAMStore(uri, index=index_config(), schema=schema)
+    return SGAMStore(db_path(), index=index_config())
+
+
 def index_config() -> dict[str, Any] | None:
     """The local embedding when installed and not switched off, else None (keyword search)."""
     choice = os.environ.get("SGAM_EMBEDDING", "local").strip().lower()
@@ -43,7 +57,7 @@ def index_config() -> dict[str, Any] | None:
 @asynccontextmanager
 async def generate_store() -> AsyncIterator[SGAMStore]:
     """Open the SGAM store for the server; migrations run once here, off the event loop."""
-    store = await asyncio.to_thread(lambda: SGAMStore(db_path(), index=index_config()))
+    store = await asyncio.to_thread(open_store)
     try:
         await asyncio.to_thread(store.setup)
         yield store

@@ -6,6 +6,7 @@ The public API is listed here (and `sgam_store.harness` for replay and evaluatio
 """
 
 from sgam_store.core.errors import (
+    ConfigurationError,
     ConflictError,
     DimensionMismatchError,
     EpisodeNotFoundError,
@@ -106,6 +107,7 @@ __all__ = [
     "EpisodeNotFoundError",
     "ExtensionLoadError",
     "FactNotFoundError",
+    "ConfigurationError",
     "ForeignDatabaseError",
     "InvalidCandidateError",
     "InvalidEpisodeError",

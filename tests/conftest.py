@@ -64,17 +64,62 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "memory.db")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Store-contract modules run on every engine: a module that sets
+    `ENGINES = ("sqlite", "postgres")` gets its `engine` fixture (and so `store`, `vstore`
+    and `target`) parametrized over them; a test marked `sqlite_only` (it inspects the
+    SQLite file itself) stays on SQLite."""
+    if "engine" not in metafunc.fixturenames or inspect.iscoroutinefunction(metafunc.function):
+        return  # async tests stay on SQLite: anyio's own parametrization clashes with ours
+    engines = getattr(metafunc.module, "ENGINES", ("sqlite",))
+    if metafunc.definition.get_closest_marker("sqlite_only"):
+        engines = ("sqlite",)
+    metafunc.parametrize("engine", engines)
+
+
 @pytest.fixture
-def store(db_path: str) -> Iterator[SGAMStore]:
-    with SGAMStore.from_conn_string(db_path) as s:
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine under test: parametrized by `pytest_generate_tests`, else SQLite."""
+    return getattr(request, "param", "sqlite")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the embedded PostgreSQL server if a test started it (its own handle)."""
+    from tests import pg
+
+    pg.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """A real PostgreSQL server for the session (see tests/pg.py)."""
+    from tests import pg
+
+    return pg.base_uri()
+
+
+@pytest.fixture
+def target(engine: str, db_path: str, request: pytest.FixtureRequest) -> str:
+    """Where a test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    if engine == "sqlite":
+        return db_path
+    request.getfixturevalue("pg_server")
+    from tests import pg
+
+    return pg.fresh_database()
+
+
+@pytest.fixture
+def store(target: str) -> Iterator[SGAMStore]:
+    with SGAMStore.from_conn_string(target) as s:
         s.setup()
         yield s
 
 
 @pytest.fixture
-def vstore(db_path: str) -> Iterator[SGAMStore]:
+def vstore(target: str) -> Iterator[SGAMStore]:
     index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
-    with SGAMStore.from_conn_string(db_path, index=index) as s:
+    with SGAMStore.from_conn_string(target, index=index) as s:
         s.setup()
         yield s
 

@@ -1,5 +1,5 @@
 """Shared checks for the concurrency and crash tests: the ledger's invariants, read from
-the SQLite file itself, and "every acknowledged write is there".
+the database itself (a SQLite file or PostgreSQL), and "every acknowledged write is there".
 
 Writers (threads here, or `tests/store_worker.py` subprocesses) report each write as an
 *intent* before it starts and an *ack* after it committed, as JSON lines. Every value a
@@ -21,7 +21,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from sgam_store import SGAMStore
+from sgam_store.engines import is_postgres_target
 from sgam_store.engines.sqlite import connection
 from sgam_store.engines.sqlite.indexing import FACT_BITS
 
@@ -69,50 +72,33 @@ class LedgerStats:
 
 
 def check_file(path: str, *, index: bool = True) -> LedgerStats:
-    """Open the file with a fresh connection and assert every invariant the design states.
+    """Open the database with a fresh connection and assert every invariant the design
+    states (`path`: a SQLite file or a PostgreSQL URI).
 
-    - `PRAGMA integrity_check` is ok, and FTS5's own integrity check passes;
+    - SQLite: `PRAGMA integrity_check` is ok, and FTS5's own integrity check passes;
     - per key, at most one open fact in the current belief; believed intervals are
       ordered by valid_from, non-overlapping, and only the last may be open;
     - on every row, `valid_from < valid_to` and `known_from <= known_to` (the CHECKs);
     - a fact_id has at most one believed version;
-    - every fact has its keyword row; with an index, vec0's `is_current` flag agrees
-      with the ledger (current = believed and open).
+    - every fact has its keyword row; with an index, the vector rows' current flag
+      agrees with the ledger (current = believed and open).
     """
+    if is_postgres_target(path):
+        with psycopg.connect(path, autocommit=True) as conn:
+            conn.execute("SET search_path TO sgam, public")
+            stats = _check_ledger(conn)
+            keyword = {r[0] for r in conn.execute("SELECT fact_id FROM fact_keywords")}
+            facts = {r[0] for r in conn.execute("SELECT fact_id FROM facts")}
+            assert keyword == facts, f"keyword rows out of step: {keyword ^ facts}"
+            if index:
+                _check_pg_vectors(conn)
+            return stats
     conn = connection.connect(path)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         conn.execute("INSERT INTO fact_fts (fact_fts) VALUES ('integrity-check')")
-        bad = conn.execute(
-            "SELECT count(*) FROM facts WHERE (valid_to IS NOT NULL AND valid_from >= valid_to) "
-            "OR (known_to IS NOT NULL AND known_from > known_to)"
-        ).fetchone()[0]
-        assert bad == 0, f"{bad} rows break the interval CHECKs"
-        dup = conn.execute(
-            "SELECT fact_id, count(*) FROM facts WHERE known_to IS NULL "
-            "GROUP BY fact_id HAVING count(*) > 1"
-        ).fetchall()
-        assert dup == [], f"facts with several believed versions: {dup}"
-        stats = LedgerStats(rows=conn.execute("SELECT count(*) FROM facts").fetchone()[0])
-        rows = conn.execute(
-            "SELECT namespace, attribute, valid_from, valid_to, value FROM facts "
-            "WHERE known_to IS NULL ORDER BY namespace, attribute, valid_from"
-        ).fetchall()
-        by_key: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-        for ns, attr, start, end, value in rows:
-            by_key[(ns, attr)].append((start, end, value))
-        for key, hist in by_key.items():
-            opened = [h for h in hist if h[1] is None]
-            assert len(opened) <= 1, f"{key}: {len(opened)} open facts"
-            assert all(h[1] is not None for h in hist[:-1]), f"{key}: open fact not last"
-            for a, b in pairwise(hist):
-                assert a[0] < b[0], f"{key}: two believed facts start at {a[0]}"
-                assert a[1] <= b[0], f"{key}: {a[:2]} overlaps {b[:2]}"
-            stats.values[(tuple(key[0].split(".")), key[1])] = [
-                json.loads(h[2]).get("text") for h in hist
-            ]
-        stats.keys, stats.facts = len(by_key), len(rows)
+        stats = _check_ledger(conn)
         # One keyword row per fact, numbered in its tenant's slot.
         expected = {
             slot << FACT_BITS | fact_id
@@ -130,6 +116,40 @@ def check_file(path: str, *, index: bool = True) -> LedgerStats:
         conn.close()
 
 
+def _check_ledger(conn: Any) -> LedgerStats:
+    """The engine-neutral invariants, in SQL both engines run."""
+    bad = conn.execute(
+        "SELECT count(*) FROM facts WHERE (valid_to IS NOT NULL AND valid_from >= valid_to) "
+        "OR (known_to IS NOT NULL AND known_from > known_to)"
+    ).fetchone()[0]
+    assert bad == 0, f"{bad} rows break the interval CHECKs"
+    dup = conn.execute(
+        "SELECT fact_id, count(*) FROM facts WHERE known_to IS NULL "
+        "GROUP BY fact_id HAVING count(*) > 1"
+    ).fetchall()
+    assert dup == [], f"facts with several believed versions: {dup}"
+    stats = LedgerStats(rows=conn.execute("SELECT count(*) FROM facts").fetchone()[0])
+    rows = conn.execute(
+        "SELECT namespace, attribute, valid_from, valid_to, value FROM facts "
+        "WHERE known_to IS NULL ORDER BY namespace, attribute, valid_from"
+    ).fetchall()
+    by_key: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for ns, attr, start, end, value in rows:
+        by_key[(ns, attr)].append((start, end, value))
+    for key, hist in by_key.items():
+        opened = [h for h in hist if h[1] is None]
+        assert len(opened) <= 1, f"{key}: {len(opened)} open facts"
+        assert all(h[1] is not None for h in hist[:-1]), f"{key}: open fact not last"
+        for a, b in pairwise(hist):
+            assert a[0] < b[0], f"{key}: two believed facts start at {a[0]}"
+            assert a[1] <= b[0], f"{key}: {a[:2]} overlaps {b[:2]}"
+        stats.values[(tuple(key[0].split(".")), key[1])] = [
+            json.loads(h[2]).get("text") for h in hist
+        ]
+    stats.keys, stats.facts = len(by_key), len(rows)
+    return stats
+
+
 def _check_vectors(conn: Any) -> None:
     current = {
         r[0]
@@ -143,6 +163,19 @@ def _check_vectors(conn: Any) -> None:
     wrong = {fid for rid, fid in owners.items() if bool(flags[rid]) != (fid in current)}
     assert not wrong, f"vec0 is_current disagrees with the ledger for facts {sorted(wrong)}"
     assert current <= set(owners.values()), "an open fact with text has no vector"
+
+
+def _check_pg_vectors(conn: Any) -> None:
+    current = {
+        r[0]
+        for r in conn.execute(
+            "SELECT fact_id FROM facts WHERE known_to IS NULL AND valid_to IS NULL"
+        )
+    }
+    flags = conn.execute("SELECT fact_id, is_current FROM fact_vectors").fetchall()
+    wrong = {fid for fid, flag in flags if flag != (fid in current)}
+    assert not wrong, f"is_current disagrees with the ledger for facts {sorted(wrong)}"
+    assert current <= {fid for fid, _ in flags}, "an open fact with text has no vector"
 
 
 # ------------------------------------------------------------------ acknowledged writes

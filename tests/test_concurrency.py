@@ -62,6 +62,8 @@ from .reliability import (
 )
 from .store_worker import write_loop
 
+ENGINES = ("sqlite", "postgres")  # tests that take `target` run on every engine
+
 PROCS = int(os.environ.get("SGAM_STRESS_PROCS", "4"))
 THREADS = int(os.environ.get("SGAM_STRESS_THREADS", "2"))
 WRITES = int(os.environ.get("SGAM_STRESS_WRITES", "100"))
@@ -112,19 +114,19 @@ def run_reader(db: str, stop: threading.Event, log: ReadLog) -> None:
 
 
 @pytest.mark.slow
-def test_processes_and_threads_lose_no_write(db_path: str) -> None:
-    open_store(db_path).close()
+def test_processes_and_threads_lose_no_write(target: str) -> None:
+    open_store(target).close()
     journal = Journal()
     args = ("--threads", str(THREADS), "--writes", str(WRITES), "--wait-go")
-    workers = [Worker(db_path, f"p{i}", i, journal, *args) for i in range(PROCS)]
-    workers.append(Worker(db_path, "shared", PROCS, journal, *args, "--shared"))
+    workers = [Worker(target, f"p{i}", i, journal, *args) for i in range(PROCS)]
+    workers.append(Worker(target, "shared", PROCS, journal, *args, "--shared"))
     for w in workers:  # imports take seconds: start writing together, or there is no race
         assert w.ready.wait(120), w.stderr
     started = time.monotonic()
     for w in workers:
         w.go()
     stop, log = threading.Event(), ReadLog()
-    reader = threading.Thread(target=run_reader, args=(db_path, stop, log))
+    reader = threading.Thread(target=run_reader, args=(target, stop, log))
     reader.start()
     try:
         for w in workers:
@@ -137,8 +139,8 @@ def test_processes_and_threads_lose_no_write(db_path: str) -> None:
     assert journal.errors == [], f"writers saw errors: {journal.errors[:3]}"
     expected = (PROCS + 1) * THREADS * WRITES
     assert len(journal.acks) == len(journal.intents) == expected
-    stats = check_acknowledged(db_path, journal)
-    sequences = check_writer_order(db_path, journal)
+    stats = check_acknowledged(target, journal)
+    sequences = check_writer_order(target, journal)
     assert sequences > 0 and stats.facts == len(journal.values(journal.acks))
     print(
         f"\n[concurrency] {PROCS + 1} processes x {THREADS} threads: {expected} writes acked "

@@ -17,6 +17,9 @@ from sgam_store.managers.consolidation import (
     similarity_key,
     sweep_candidates,
 )
+from tests.db import rows, scalar
+
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
 
 HABITS = ConsolidationConfig(recurrence=3, repeat_memory_types=frozenset({"habit"}))
 
@@ -50,8 +53,10 @@ def csv(evidence: str, n: int, value: str = "CSV", **fields: Any) -> dict[str, A
 
 
 def sources(store: SGAMStore, fact_id: int) -> set[str]:
-    rows = store.conn.execute("SELECT episode_id FROM fact_sources WHERE fact_id = ?", (fact_id,))
-    return {r[0] for r in rows}
+    return {
+        r[0]
+        for r in rows(store, "SELECT episode_id FROM fact_sources WHERE fact_id = ?", (fact_id,))
+    }
 
 
 def test_a_habit_becomes_a_fact_on_its_third_distinct_episode(store: SGAMStore) -> None:
@@ -139,6 +144,7 @@ def test_a_confirming_user_message_promotes_at_once(store: SGAMStore) -> None:
 def test_confirm_candidate_writes_from_the_quoted_episode_valid_from_the_confirmation(
     store: SGAMStore,
 ) -> None:
+
     e1 = said(store, 1, "Export the report as CSV please.")
     held = consolidate(
         store, [csv("as CSV please", 1)], tenant_id="acme", episode_id=e1.episode_id, config=HABITS
@@ -243,7 +249,7 @@ def test_purging_a_tenant_leaves_no_candidate_or_extraction_mark(store: SGAMStor
     )
     store.purge("acme")
     for table in ("memory_candidates", "candidate_support", "episode_extractions"):
-        assert store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
+        assert scalar(store, f"SELECT COUNT(*) FROM {table}") == 0
 
 
 def test_purging_a_subject_erases_its_candidates_too(store: SGAMStore) -> None:
@@ -256,8 +262,6 @@ def test_purging_a_subject_erases_its_candidates_too(store: SGAMStore) -> None:
     report = store.purge("acme", "mira")
     assert report.deleted["memory_candidates"] == 1
     assert [c.subject for c in list_candidates(store, "acme", status=None)] == ["leo"]
-    assert store.conn.execute(
-        "SELECT COUNT(*) FROM candidate_support WHERE payload LIKE '%CSV%'"
-    ).fetchone() == (0,)
+    assert scalar(store, "SELECT COUNT(*) FROM candidate_support WHERE payload LIKE '%CSV%'") == 0
     assert store.purge("acme", attribute="export_format").deleted["memory_candidates"] == 1
     assert list_candidates(store, "acme", status=None) == []

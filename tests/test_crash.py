@@ -46,6 +46,8 @@ from .reliability import (
     split,
 )
 
+ENGINES = ("sqlite", "postgres")  # tests that take `target` run on every engine
+
 ROUNDS = int(os.environ.get("SGAM_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("SGAM_CRASH_SEED", str(random.randrange(1 << 30))))
 
@@ -65,14 +67,14 @@ def wait_for_acks(workers: list[Worker], wanted: list[int], timeout: float = 60)
 
 
 @pytest.mark.slow
-def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> None:
+def test_writers_killed_mid_stream_lose_no_acknowledged_write(target: str) -> None:
     print(f"\n[crash] SGAM_CRASH_SEED={SEED}")
     rng = random.Random(SEED)
-    open_store(db_path).close()
+    open_store(target).close()
     journal = Journal()
     markers: set[str] = set()
     kills = interrupted = interrupted_committed = 0
-    upcoming = start_round(db_path, 0, journal)
+    upcoming = start_round(target, 0, journal)
     for r in range(ROUNDS):
         workers = upcoming
         for w in workers:
@@ -81,7 +83,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> N
         for w in workers:
             w.go()
         # Next round's imports overlap this round's writes and checks.
-        upcoming = start_round(db_path, r + 1, journal) if r + 1 < ROUNDS else []
+        upcoming = start_round(target, r + 1, journal) if r + 1 < ROUNDS else []
         wait_for_acks(workers, [rng.randint(1, 40) for _ in workers])
         time.sleep(rng.uniform(0, 0.03))
         for w in workers:
@@ -90,7 +92,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> N
             time.sleep(rng.uniform(0, 0.03))  # the other one keeps writing meanwhile
         assert journal.errors == [], journal.errors[:3]
 
-        stats = check_acknowledged(db_path, journal, extra=markers)
+        stats = check_acknowledged(target, journal, extra=markers)
         stored = {t for texts in stats.values.values() for t in texts}
         for wid in set(journal.in_flight) - before:
             values = journal.values([wid])
@@ -100,7 +102,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> N
 
         # The file reopens and takes writes after the crash.
         marker = f"marker after round {r}"
-        store = open_store(db_path)
+        store = open_store(target)
         try:
             ns, key = KEYS[r % len(KEYS)]
             store.put(ns, key, {"text": marker})
@@ -110,7 +112,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_write(db_path: str) -> N
             store.close()
         markers.add(marker)
 
-    stats = check_acknowledged(db_path, journal, extra=markers)
+    stats = check_acknowledged(target, journal, extra=markers)
     acked = len(journal.values(journal.acks))
     print(
         f"[crash] {kills} SIGKILLs over {ROUNDS} rounds survived: {len(journal.acks)} acked "

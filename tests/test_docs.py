@@ -73,8 +73,13 @@ pytestmark = pytest.mark.usefixtures("empty_transform_registry")
     EXAMPLES,
     ids=[f"{name(page)}-block{i}" for page, i, _ in EXAMPLES],
 )
-def test_python_example_runs(page, index, code, tmp_path, monkeypatch) -> None:
+def test_python_example_runs(page, index, code, tmp_path, monkeypatch, request) -> None:
     monkeypatch.chdir(tmp_path)  # graphs/ still imports: pytest puts the repo root on sys.path
+    if "SGAM_PG_URI" in code:  # a PostgreSQL example: a fresh database of the test server
+        from tests import pg
+
+        request.getfixturevalue("pg_server")
+        monkeypatch.setenv("SGAM_PG_URI", pg.fresh_database())
     filename = f"{name(page)}:block{index}"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     exec(compile(code, filename, "exec"), {"__name__": "docs_example"})

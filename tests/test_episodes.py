@@ -19,8 +19,11 @@ from sgam_store import (
     SGAMError,
     SGAMStore,
 )
+from tests.db import rows, scalar
 
 from .seed import E1_AT, E1_CANDIDATES, E1_TEXT, fresh_store, record_seed
+
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
 
 
 def test_record_and_get_round_trip_across_reopen(db_path: str) -> None:
@@ -70,7 +73,7 @@ def test_malformed_episodes_are_rejected(store: SGAMStore, fields: dict, message
     with pytest.raises(InvalidEpisodeError, match=message) as info:
         store.record_episode(args.pop("tenant_id"), args.pop("content"), **args)
     assert isinstance(info.value, SGAMError) and isinstance(info.value, ValueError)
-    assert store.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] == 0
+    assert scalar(store, "SELECT COUNT(*) FROM episodes") == 0
 
 
 def test_episodes_are_immutable(store: SGAMStore) -> None:
@@ -129,7 +132,7 @@ def test_every_fact_of_the_write_path_resolves(store: SGAMStore) -> None:
     e1, _ = record_seed(store)
     store.apply_updates(E1_CANDIDATES, tenant_id="acme", episode_id=e1.episode_id)
     store.put(("acme", "mira"), "tone", {"style": "short"})
-    fact_ids = [r[0] for r in store.conn.execute("SELECT DISTINCT fact_id FROM facts")]
+    fact_ids = [r[0] for r in rows(store, "SELECT DISTINCT fact_id FROM facts")]
     assert len(fact_ids) == 3
     kinds = {type(store.who_said(fact_id)).__name__ for fact_id in fact_ids}
     assert kinds == {"Episode", "ExternalSource"}

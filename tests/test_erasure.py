@@ -13,6 +13,8 @@ from sgam_store import InvalidFactError, InvalidNamespaceError, MemoryFact, SGAM
 from sgam_store.cli import main
 from sgam_store.engines.sqlite.indexing import FACT_MASK
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 TOKEN = "zanzibarquux"  # only in the data that gets purged
 PASSPORT = [  # (episode, value, valid_from): the seed's order, delayed e0 last
     ("e1", "2026-07-15", "2026-06-01T09:00:00Z"),
@@ -144,6 +146,7 @@ def others_intact(store: SGAMStore) -> None:
     assert store.search(("acme", "bob"), query="long answers")[0].key == "tone"
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_purge_subject_then_its_episodes_leaves_nothing_readable(vstore: SGAMStore) -> None:
     s = seed(vstore)
     assert len(visible_anywhere(vstore, s)) > 20  # the checks can see the data
@@ -164,6 +167,7 @@ def test_purge_subject_then_its_episodes_leaves_nothing_readable(vstore: SGAMSto
     others_intact(vstore)
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_purge_tenant_removes_everything_of_it(vstore: SGAMStore) -> None:
     s = seed(vstore)
     vstore.end_session("acme", "t1")
@@ -187,6 +191,7 @@ def test_purge_tenant_removes_everything_of_it(vstore: SGAMStore) -> None:
     assert keyword.search(("globex",), query="kiwifruit") == []
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_purge_episode_keeps_facts_that_have_another_source(store: SGAMStore) -> None:
     for episode in ("e1", "e2"):
         store.record_episode(
@@ -239,6 +244,7 @@ def test_purge_stays_in_its_tenant(store: SGAMStore) -> None:
     assert store.fact_at("globex", "mira", "passport_deadline") is not None
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_secure_purge_leaves_no_bytes_on_disk(vstore: SGAMStore, db_path: str) -> None:
     seed(vstore)
     assert int(vstore.conn.execute("PRAGMA secure_delete").fetchone()[0]) == 0
@@ -252,6 +258,7 @@ def test_secure_purge_leaves_no_bytes_on_disk(vstore: SGAMStore, db_path: str) -
     assert b"globex note" in on_disk  # the scan does read the data that stays
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_vacuum_gives_back_free_pages(store: SGAMStore) -> None:
     for i in range(60):
         store.put(("acme", "mira"), f"note{i}", {"text": f"{TOKEN} {i} " + "x" * 3000})
@@ -272,9 +279,11 @@ def test_purge_validates_selectors(store: SGAMStore) -> None:
         store.purge("acme", "mira..x")
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_cli_purge_and_stats(
     vstore: SGAMStore, db_path: str, capsys: pytest.CaptureFixture
 ) -> None:
+
     s = seed(vstore)
     assert main(["purge", "--db", db_path, "--tenant", "acme"]) == 2
     assert "--whole-tenant" in capsys.readouterr().err

@@ -24,6 +24,8 @@ from sgam_store import (
 from .seed import DEADLINE, E1_CANDIDATES, E2_CANDIDATES, E2_TEXT, candidate, record_seed
 from .test_schemas import SCHEMA
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 
 class ScriptedChatModel(BaseChatModel):
     """Replays one scripted reply per call and keeps what it was sent."""

@@ -44,6 +44,7 @@ from langgraph.store.base import GetOp, Item, MatchCondition, PutOp, SearchOp
 
 from sgam_store import SGAMStore
 from sgam_store.core.clock import utc_now
+from tests import pg
 
 EXAMPLES = int(os.environ.get("SGAM_FUZZ_EXAMPLES", "60"))
 STEPS = int(os.environ.get("SGAM_FUZZ_STEPS", "40"))
@@ -167,7 +168,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="sgam-fuzz-")
-        self.store = SGAMStore(str(Path(self.dir) / "fuzz.db"))
+        self.store = self.open_store()
         self.store.setup()
         self.model = Model()
         self.snapshots: list[tuple[str, dict[Key, dict]]] = []
@@ -175,6 +176,9 @@ class StoreMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.store.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def open_store(self) -> SGAMStore:
+        return SGAMStore(str(Path(self.dir) / "fuzz.db"))
 
     # -------------------------------------------------------------- helpers
 
@@ -427,3 +431,17 @@ StoreMachine.TestCase.settings = settings(
     max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, database=None
 )
 test_store_machine = StoreMachine.TestCase
+
+
+class PostgresStoreMachine(StoreMachine):
+    """The same BaseStore surface on the PostgreSQL engine: a fresh schema per example."""
+
+    def open_store(self) -> SGAMStore:
+        uri, schema = pg.fresh_schema()
+        return SGAMStore(uri, schema=schema)
+
+
+PostgresStoreMachine.TestCase.settings = settings(
+    StoreMachine.TestCase.settings, max_examples=max(10, EXAMPLES // 4)
+)
+test_store_machine_postgres = PostgresStoreMachine.TestCase

@@ -46,6 +46,8 @@ from sgam_store.core.clock import utc_now
 
 from .conftest import HashEmbeddings
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 EXAMPLES = int(os.environ.get("SGAM_ISOLATION_EXAMPLES", "25"))
 DIMS = 32
 TEXT = "passport deadline"
@@ -317,6 +319,7 @@ READS_CHECKED: list[int] = []
 def test_no_api_returns_another_tenants_data(
     tenants: list[str], writes: list, outsider: str
 ) -> None:
+
     with tempfile.TemporaryDirectory() as tmp:
         modes = stores(str(Path(tmp) / "iso.db"))
         try:

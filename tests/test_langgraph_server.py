@@ -25,6 +25,7 @@ from sgam_store import SGAMStore
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("langgraph_api")
 pytestmark = pytest.mark.slow
+ENGINES = ("sqlite", "postgres")  # the server runs on either engine
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
@@ -62,11 +63,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def langgraph_dev(tmp_path: Path) -> Iterator[str]:
+def langgraph_dev(tmp_path: Path, target: str) -> Iterator[str]:
     """Start `langgraph dev` on a free loopback port; always stop its whole process group.
 
     It runs from tmp_path, with the repo's langgraph.json anchored at the repo, so the dev
-    server's own state directory (.langgraph_api/) never lands in the repository.
+    server's own state directory (.langgraph_api/) never lands in the repository. The
+    store lives at `target`: a SQLite file, or PostgreSQL through SGAM_PG_URI.
     """
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed")
@@ -84,7 +86,7 @@ def langgraph_dev(tmp_path: Path) -> Iterator[str]:
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
         "LANGCHAIN_TRACING_V2": "false",
-        "SGAM_DB_PATH": str(tmp_path / "memory.db"),
+        "SGAM_DB_PATH" if target.endswith(".db") else "SGAM_PG_URI": target,
         "SGAM_SCRIPTS": str(tmp_path / "scripts.json"),
     }
     port = free_port()
@@ -129,8 +131,10 @@ def wait_for(check: Any, timeout: float = 30.0) -> Any:
     return result
 
 
-def test_langgraph_dev_serves_the_graphs_and_the_sgam_store_api(tmp_path: Path) -> None:
-    with langgraph_dev(tmp_path) as url, httpx.Client(base_url=url, timeout=60) as http:
+def test_langgraph_dev_serves_the_graphs_and_the_sgam_store_api(
+    tmp_path: Path, target: str
+) -> None:
+    with langgraph_dev(tmp_path, target) as url, httpx.Client(base_url=url, timeout=60) as http:
         # The standalone background manager, with the scripted model chosen by config.
         thread = http.post("/threads", json={}).json()["thread_id"]
         message = {"role": "user", "content": STATED, "id": "m1"}
@@ -198,8 +202,8 @@ def test_langgraph_dev_serves_the_graphs_and_the_sgam_store_api(tmp_path: Path) 
         listed = http.post("/store/namespaces", json={}).json()
         assert listed["namespaces"] == [["acme", "mira"]]
 
-    # The server is gone; the SQLite file it wrote holds the history.
-    with SGAMStore.from_conn_string(str(tmp_path / "memory.db")) as store:
+    # The server is gone; the database it wrote holds the history.
+    with SGAMStore.from_conn_string(target) as store:
         first, second = store.history("acme", "mira", "tone")
         assert (first.value, second.value) == ({"text": "friendly"}, {"text": "formal"})
         assert first.valid_to == second.valid_from and second.supersedes_fact_id == first.fact_id

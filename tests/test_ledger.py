@@ -9,6 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sgam_store import ConflictError, InvalidTimestampError, MemoryFact, SGAMStore
+from tests.db import scalar
+
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
 
 KEY = ("acme", "mira", "passport_deadline")
 
@@ -84,8 +87,7 @@ def test_naive_or_garbage_timestamps_are_rejected(store: SGAMStore, bad: object)
 def test_offsets_are_normalized_to_utc(store: SGAMStore) -> None:
     f = store.replace_fact(fact("x", "2026-06-01T11:00:00+02:00", "e1"))
     assert f.valid_from == datetime(2026, 6, 1, 9, tzinfo=UTC)
-    row = store.conn.execute("SELECT valid_from FROM facts").fetchone()
-    assert row[0] == "2026-06-01T09:00:00.000000Z"
+    assert scalar(store, "SELECT valid_from FROM facts") == "2026-06-01T09:00:00.000000Z"
 
 
 def test_known_at_does_not_see_later_corrections(store: SGAMStore) -> None:
@@ -103,6 +105,7 @@ def test_known_at_does_not_see_later_corrections(store: SGAMStore) -> None:
     assert store.fact_at(*KEY, at="2026-06-02T00:00:00Z", known_at=before_anything) is None
 
 
+@pytest.mark.sqlite_only  # PostgreSQL: tests/test_postgres.py
 def test_open_fact_unique_index_is_in_the_schema(store: SGAMStore) -> None:
     seed(store)
     with pytest.raises(Exception, match="UNIQUE"):

@@ -26,6 +26,9 @@ from sgam_store.core.clock import CLOCK
 
 from .seed import DEADLINE, E1_AT, E2_AT, candidate, fresh_store
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
+
 PRECEDENCE = SourcePrecedence()
 
 

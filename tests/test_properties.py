@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from sgam_store import ConflictError, Fact, MemoryFact, SGAMStore
+from tests import pg
 
 US = timedelta(microseconds=1)
 EXAMPLES = int(os.environ.get("SGAM_HYPOTHESIS_EXAMPLES", "60"))
@@ -185,7 +186,7 @@ class Snapshot:
 class IntervalMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.store = SGAMStore(":memory:")
+        self.store = self.open_store()
         self.store.setup()
         self.state: State = {k: () for k in KEYS}
         self.sid: dict[int, int] = {}  # model id -> store fact_id
@@ -198,6 +199,9 @@ class IntervalMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.store.close()
+
+    def open_store(self) -> SGAMStore:
+        return SGAMStore(":memory:")
 
     # -------------------------------------------------------------- helpers
 
@@ -438,6 +442,20 @@ IntervalMachine.TestCase.settings = settings(
     print_blob=True,
 )
 TestIntervalRule = IntervalMachine.TestCase
+
+
+class PostgresIntervalMachine(IntervalMachine):
+    """The same rule on the PostgreSQL engine: a fresh schema per example."""
+
+    def open_store(self) -> SGAMStore:
+        uri, schema = pg.fresh_schema()
+        return SGAMStore(uri, schema=schema)
+
+
+PostgresIntervalMachine.TestCase.settings = settings(
+    IntervalMachine.TestCase.settings, max_examples=max(10, EXAMPLES // 4)
+)
+TestIntervalRulePostgres = PostgresIntervalMachine.TestCase
 
 
 # ------------------------------------------------------------------ the seed's check

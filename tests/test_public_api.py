@@ -39,6 +39,7 @@ PUBLIC = {
     # errors
     "SGAMError", "ConflictError", "KeptExistingError", "DimensionMismatchError",
     "EpisodeNotFoundError", "ExtensionLoadError", "FactNotFoundError", "ForeignDatabaseError",
+    "ConfigurationError",
     "InvalidCandidateError", "InvalidEpisodeError", "InvalidFactError", "InvalidFilterError",
     "InvalidNamespaceError", "InvalidRetentionPolicyError", "InvalidSchemaError",
     "InvalidTimestampError", "ReadOnlyViewError", "SchemaTransformError", "SchemaVersionError",

@@ -17,6 +17,8 @@ from langchain_core.embeddings import Embeddings
 from sgam_store import SGAMStore
 from sgam_store.read.ranking import fuse_relative, fuse_rrf
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 
 class TableEmbeddings(Embeddings):
     """The vector of the first table word found in the text (else the filler vector)."""

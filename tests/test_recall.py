@@ -7,6 +7,9 @@ import pytest
 
 from sgam_store import MemoryFact, SGAMStore
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
+
 E1 = "Mira prefers concise answers. Her passport deadline is 2026-07-15."
 E2 = "Mira corrected the deadline. It is now 2026-06-30."
 QUESTION = "What is Mira's passport deadline?"

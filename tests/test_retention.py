@@ -12,6 +12,10 @@ from sgam_store import InvalidRetentionPolicyError, MemoryFact, SGAMStore, parse
 from sgam_store.cli import main
 from sgam_store.core.errors import InvalidEpisodeError, InvalidNamespaceError, InvalidSchemaError
 from sgam_store.write.schemas import check_retention
+from tests.db import rows
+
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 
 SAMPLES = [
     None,
@@ -46,7 +50,7 @@ def fact(attribute: str, policy: str | None, source: str = "e1", value: str = "v
 
 
 def episode_ids(store: SGAMStore) -> set[str]:
-    return {r[0] for r in store.conn.execute("SELECT episode_id FROM episodes")}
+    return {r[0] for r in rows(store, "SELECT episode_id FROM episodes")}
 
 
 def test_policy_grammar() -> None:
@@ -176,6 +180,7 @@ def test_end_session_rejects_bad_scope(store: SGAMStore) -> None:
         store.end_session("a.b", "t1")
 
 
+@pytest.mark.sqlite_only  # reads SQLite's own tables or file
 def test_cli_retention(store: SGAMStore, db_path: str, capsys: pytest.CaptureFixture) -> None:
     expiring = store.replace_fact(fact("visa", "expire_after:P1D"))
     later = (expiring.recorded_at + timedelta(days=2)).isoformat()

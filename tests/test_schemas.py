@@ -13,8 +13,11 @@ from pydantic import BaseModel
 from sgam_store import AttributeSpec, InvalidSchemaError, MemorySchema, MemoryUpdate, SGAMStore
 from sgam_store.write.candidates import validate_candidate
 from sgam_store.write.schemas import check_retention
+from tests.db import scalar
 
 from .seed import E1_TEXT, candidate, record_seed
+
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
 
 
 class Passport(BaseModel):
@@ -88,7 +91,7 @@ def test_what_the_schema_does_not_allow_is_rejected(
     (rejection,) = result.rejected
     assert rejection.kind == "schema" and message in rejection.reason
     assert result.written == []
-    assert store.conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == 0
+    assert scalar(store, "SELECT COUNT(*) FROM facts") == 0
 
 
 def test_free_attributes_need_the_schemas_permission_and_a_declared_type() -> None:

@@ -20,6 +20,8 @@ from sgam_store import (
 
 from .conftest import HashEmbeddings
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 
 def test_put_keeps_history_and_get_sees_current(store: SGAMStore) -> None:
     store.put(("acme", "mira"), "tone", {"style": "formal"})

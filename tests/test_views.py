@@ -9,6 +9,9 @@ from sgam_store import MemoryFact, ReadOnlyViewError, SGAMStore
 
 from .conftest import HashEmbeddings
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
+
 TENANTS = ["acme", "acme2", "ac*me", "ünï", "mira"]
 
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgam_store import EpisodeNotFoundError, MemoryUpdate, SGAMStore
+from tests.db import scalar
 
 from .seed import (
     DEADLINE,
@@ -26,9 +27,11 @@ from .seed import (
     record_seed,
 )
 
+ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
+
 
 def row_count(store: SGAMStore) -> int:
-    return store.conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
+    return scalar(store, "SELECT COUNT(*) FROM facts")
 
 
 def test_the_seed_episodes_end_in_the_expected_ledger(store: SGAMStore) -> None:

@@ -34,6 +34,7 @@ from rich.table import Table
 
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
+from sgam_store.engines import is_postgres_target
 from sgam_store.harness import render
 from sgam_store.harness.baseline import DescriptionMemory
 from sgam_store.harness.render import fact_row, facts_table
@@ -446,7 +447,9 @@ def add_read_commands(sub: Any) -> None:
     search = sub.add_parser("search", help="search current facts, or as of --at (search)")
     recall = sub.add_parser("recall", help="the cited context for a question (recall)")
     for parser in (get, search, recall):
-        parser.add_argument("--db", required=True, help="an existing database file")
+        parser.add_argument(
+            "--db", required=True, help="an existing database file, or a PostgreSQL URI"
+        )
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--at", help="valid at this instant (default: now)")
         parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -481,7 +484,9 @@ def add_inspection_commands(sub: Any) -> None:
         ("timeline", "validity intervals per key, drawn as a text timeline", cmd_timeline),
     ):
         parser = sub.add_parser(name, help=summary)
-        parser.add_argument("--db", required=True, help="an existing database file")
+        parser.add_argument(
+            "--db", required=True, help="an existing database file, or a PostgreSQL URI"
+        )
         required = name == "history"
         parser.add_argument("--tenant", required=required)
         parser.add_argument("--subject", required=required, help="'' = the tenant itself")
@@ -524,8 +529,9 @@ def add_replay_command(sub: Any) -> None:
 
 @contextmanager
 def existing_store(path: str, index: dict[str, Any] | None = None) -> Iterator[SGAMStore]:
-    """Commands act on a database that exists: a typo must not create a new one."""
-    if not Path(path).is_file():
+    """Commands act on a database that exists: a typo must not create a new file (a
+    PostgreSQL URI names a server, which refuses a database that is not there)."""
+    if not is_postgres_target(path) and not Path(path).is_file():
         raise FileNotFoundError(f"no database at {path}")
     with SGAMStore.from_conn_string(path, index=index) as store:
         store.setup()
@@ -618,7 +624,9 @@ def add_lifecycle_commands(sub: Any) -> None:
 
     def command(name: str, summary: str, func: Any) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=summary)
-        parser.add_argument("--db", required=True, help="an existing database file")
+        parser.add_argument(
+            "--db", required=True, help="an existing database file, or a PostgreSQL URI"
+        )
         parser.add_argument("--json", action="store_true", help="machine-readable output")
         parser.set_defaults(func=func)
         return parser

@@ -49,7 +49,7 @@ class Tx:
     """One write transaction: its cursor, its instant, and fact ids it changed."""
 
     cur: Any
-    now: str
+    clock: Callable[[], str]  # the engine's instant for this transaction (see `now`)
     row_ids: Callable[[], int]  # the engine's allocator of new version row ids
     versions: Any  # the engine's statements on fact versions (engines/sqlite/versions.py)
     engine: Any = None  # the engine, for its other statement sets (`tx.engine.candidates`)
@@ -61,6 +61,15 @@ class Tx:
     vector_rows: list[tuple[int, str, list[tuple[str, bytes]]]] = field(default_factory=list)
     delta: Any = None  # what a vector cache must mirror once this transaction commits
     tails: dict[tuple[str, str], KeyTail] = field(default_factory=dict)  # see `prefetch`
+    _now: str | None = field(default=None, repr=False)
+
+    @property
+    def now(self) -> str:
+        """The transaction's instant, read on first use: an engine that locks keys as the
+        body reads them (PostgreSQL) needs it taken after those locks (`versions.clock`)."""
+        if self._now is None:
+            self._now = self.clock()
+        return self._now
 
     def allocate(self) -> int:
         return self.row_ids()
@@ -363,7 +372,7 @@ class Writer:
         versions = self.engine.versions
 
         def in_transaction(cur: Any) -> tuple[Tx, T]:
-            tx = Tx(cur, clock.CLOCK.now(), versions.row_ids(cur), versions, engine=self.engine)
+            tx = Tx(cur, versions.clock(cur), versions.row_ids(cur), versions, engine=self.engine)
             return tx, body(tx)
 
         def committed(outcome: tuple[Tx, T]) -> None:

@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from sgam_store.core.clock import CLOCK
 from sgam_store.core.models import FactRow
 from sgam_store.engines.sqlite.predicates import (
     KEY_PAIRS,
@@ -37,6 +38,12 @@ def _all(cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRow]:
 
 
 # ---------------------------------------------------------------- the write rule's lookups
+
+
+def clock(cur: Any) -> Callable[[], str]:
+    """The transaction's instant: the process clock, safe at any moment because
+    `BEGIN IMMEDIATE` holds the write lock for the whole transaction."""
+    return CLOCK.now
 
 
 def row_ids(cur: Any) -> Callable[[], int]:

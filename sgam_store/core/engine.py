@@ -1,0 +1,149 @@
+"""The engine interface: what the ledger, the read and write sides, the lifecycle jobs and
+the memory manager may ask of a database.
+
+An engine is an object with the methods of `Engine` and, as attributes, statement sets:
+modules of plain functions whose first argument is a connection or a transaction's
+cursor. `STATEMENTS` names the functions engine-neutral code calls; every engine
+(`engines/sqlite`, `engines/postgres`) defines each of them with the same parameters, and
+`tests/test_engine_seam.py` holds both to that. Everything outside `sgam_store.engines`
+is written once against this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+STATEMENTS: dict[str, frozenset[str]] = {
+    # The ledger's rule: a key's tail, retire and append, TTL, and bitemporal reads.
+    "versions": frozenset(
+        {
+            "clock",
+            "row_ids",
+            "containing",
+            "next_start",
+            "latest_start",
+            "first_created",
+            "open_version",
+            "key_tails",
+            "insert",
+            "end_belief",
+            "move_created",
+            "open_ttl",
+            "set_expiry",
+            "expired",
+            "visible_at",
+            "history",
+            "believed",
+            "by_row_id",
+            "latest_of",
+        }
+    ),
+    # BaseStore reads and search: scope checks, listing, keyword and vector rankings.
+    "reads": frozenset(
+        {
+            "get",
+            "listing",
+            "admitted",
+            "rows_by_id",
+            "namespaces_under",
+            "structured_state",
+            "nearest",
+            "nearest_exact",
+            "similarities",
+            "highest_row_id",
+            "keyword_frequency",
+            "keyword_query",
+            "keyword_hits",
+        }
+    ),
+    "indexing": frozenset({"flush_keywords", "write_vectors", "flush_vectors"}),
+    "filters": frozenset({"check_filter"}),
+    "episodes": frozenset({"exists", "insert", "by_id", "fact_source"}),
+    "candidates": frozenset(
+        {
+            "pending_matching",
+            "pending_support",
+            "create",
+            "refresh",
+            "mark_promoted",
+            "expire_due",
+            "by_ids",
+            "listing",
+            "add_support",
+            "support_of",
+            "support_payload",
+            "link_sources",
+            "mark_extracted",
+            "is_extracted",
+        }
+    ),
+    "retention": frozenset(
+        {
+            "fact_policies",
+            "episode_classes",
+            "open_facts_due",
+            "episodes_due",
+            "record_session_end",
+            "ended_session_facts",
+            "ended_session_episodes",
+        }
+    ),
+    "backfill": frozenset(
+        {
+            "transformable_batch",
+            "transformable_count",
+            "with_vectors",
+            "still_believed",
+            "delete_keyword_row",
+            "log_rewrite",
+        }
+    ),
+    "erasure": frozenset(
+        {"erase", "purge", "purge_episode", "delete_vectors", "execute", "vacuum"}
+    ),
+    "stats": frozenset({"collect_stats"}),
+}
+
+
+class Engine(Protocol):
+    """A database ready for SGAM: set-up, write transactions, reads, and statement sets."""
+
+    versions: Any
+    reads: Any
+    indexing: Any
+    filters: Any
+    episodes: Any
+    candidates: Any
+    retention: Any
+    backfill: Any
+    erasure: Any
+    stats: Any
+
+    def setup(self) -> None:
+        """Create or upgrade the schema: idempotent, safe from several processes."""
+
+    def ensure_ready(self) -> None:
+        """`setup()` once, on first use."""
+
+    def transaction(
+        self, body: Callable[[Any], T], *, committed: Callable[[T], None] | None = None
+    ) -> T:
+        """Run `body(cursor)` in one write transaction in which the rule's decisions hold
+        (no other writer changes a key between its read and its write), retried whole on
+        the engine's transient conflicts; `committed(result)` runs after COMMIT."""
+
+    def reading(self) -> AbstractContextManager[Any]:
+        """A connection for read statements (the open transaction's, inside one)."""
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A connection on which every statement sees one committed state."""
+
+    def vector_mirror(self, dims: int) -> Any:
+        """An in-process copy of current vectors that stays exact, or None."""
+
+    def close(self) -> None:
+        """Release connections the engine opened."""

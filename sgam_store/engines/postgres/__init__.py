@@ -1,0 +1,1 @@
+"""The PostgreSQL engine: the same ledger on the database LangGraph deployments run."""

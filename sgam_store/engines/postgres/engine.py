@@ -1,0 +1,193 @@
+"""The PostgreSQL engine: a connection pool, write transactions with per-key advisory
+locks and a bounded retry, schema set-up, and read snapshots.
+
+Same methods as `SQLiteEngine`, so the ledger, the write services and the read side run
+unchanged. Where SQLite serialises every writer with `BEGIN IMMEDIATE`, PostgreSQL runs
+READ COMMITTED and each transaction locks the keys it decides on
+(`versions.lock_keys`), so writers of different keys proceed in parallel and writers of
+one key take turns. Measured in the prototype behind the issue: 8 threads x 40 writes on
+one key, 0 errors; `SELECT ... FOR UPDATE` cannot lock a row that does not exist yet, and
+SERIALIZABLE retried hundreds of times.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from psycopg import errors
+
+from sgam_store.core.errors import StoreBusyError
+from sgam_store.engines.postgres import (
+    backfill,
+    candidates,
+    connection,
+    episodes,
+    erasure,
+    filters,
+    indexing,
+    migrations,
+    reads,
+    retention,
+    stats,
+    versions,
+)
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 8
+# Deadlock, serialization failure, and the two constraint races a concurrent first write
+# of a key can lose (the exclusion constraint and the one-open-fact index): the whole
+# transaction is retried, as SQLite retries on busy.
+RETRIED = (
+    versions.StaleInstant,
+    errors.DeadlockDetected,
+    errors.SerializationFailure,
+    errors.ExclusionViolation,
+    errors.UniqueViolation,
+)
+
+# The connection of the transaction or snapshot open in this context: a read issued
+# inside one (the ledger reads through `reading()` too) must see its writes.
+_open: contextvars.ContextVar[Any] = contextvars.ContextVar("sgam_pg_open", default=None)
+
+
+class TxCursor:
+    """A cursor for one write transaction, remembering which keys it has locked."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.cursor = conn.cursor()
+        self.locked: set[tuple[str, str]] = set()
+        self.row_ids: list[int] = []  # the unused rest of this transaction's block
+        self.now: str | None = None  # the transaction's instant, once taken
+        self.floor: str | None = None  # the newest known_from among the locked keys
+
+    def execute(self, query: Any, params: Any = None) -> Any:
+        return self.cursor.execute(query, params)
+
+    def executemany(self, query: Any, params: Any) -> None:
+        self.cursor.executemany(query, params)
+
+
+class PostgresEngine:
+    """A PostgreSQL database (one schema in it) ready for SGAM."""
+
+    versions = versions
+    reads = reads
+    indexing = indexing
+    episodes = episodes
+    candidates = candidates
+    retention = retention
+    backfill = backfill
+    erasure = erasure
+    stats = stats
+    filters = filters
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        dims: int | None = None,
+        schema: str = connection.DEFAULT_SCHEMA,
+        text_search_config: str = "simple",
+        pool_size: int = 8,
+        prepare_threshold: int | None = 5,
+    ) -> None:
+        self.schema = connection.check_schema_name(schema)
+        self.text_search_config = text_search_config
+        self.pool = connection.open_pool(
+            conninfo, schema=self.schema, max_size=pool_size, prepare_threshold=prepare_threshold
+        )
+        self.dims = dims
+        self.ready = False
+
+    def setup(self) -> None:
+        """Create or upgrade the schema (idempotent; safe across processes)."""
+        with self.pool.connection() as conn:
+            migrations.migrate(conn, self.schema, self.text_search_config)
+            if self.dims is not None:
+                migrations.ensure_vector_table(conn, self.dims)
+        self.ready = True
+
+    def ensure_ready(self) -> None:
+        if not self.ready:
+            self.setup()
+
+    def transaction(
+        self,
+        body: Callable[[Any], T],
+        *,
+        committed: Callable[[T], None] | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> T:
+        """Run `body(cursor)` in one READ COMMITTED transaction, retried whole on the
+        races in RETRIED; `committed(result)` runs after COMMIT."""
+        self.ensure_ready()
+        prelock: set[tuple[str, str]] = set()
+        for attempt in range(max_attempts):
+            try:
+                result = self._once(body, prelock)
+            except RETRIED:
+                if attempt + 1 < max_attempts:
+                    time.sleep(min(0.5, 0.005 * 2**attempt) * random.uniform(0.5, 1.5))
+                continue
+            if committed is not None:
+                committed(result)
+            return result
+        raise StoreBusyError(f"write did not commit after {max_attempts} attempts (contention)")
+
+    def _once(self, body: Callable[[Any], T], prelock: set[tuple[str, str]]) -> T:
+        """One attempt. `prelock` collects the keys every attempt locked: the next attempt
+        locks them all first, before its instant is taken (see `versions.StaleInstant`)."""
+        outer = _open.get()
+        if outer is not None:  # nested in an open transaction: part of it
+            return body(TxCursor(outer))
+        with self.pool.connection() as conn, conn.transaction():
+            token = _open.set(conn)
+            cur = TxCursor(conn)
+            try:
+                versions.lock_keys(cur, sorted(prelock))
+                return body(cur)
+            finally:
+                prelock.update(cur.locked)
+                _open.reset(token)
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A connection for read statements: the open transaction's, else a pooled one."""
+        self.ensure_ready()
+        outer = _open.get()
+        if outer is not None:
+            yield outer
+            return
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """One REPEATABLE READ transaction: every statement inside sees one state."""
+        self.ensure_ready()
+        outer = _open.get()
+        if outer is not None:
+            yield outer
+            return
+        with self.pool.connection() as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            token = _open.set(conn)
+            try:
+                yield conn
+            finally:
+                _open.reset(token)
+                conn.execute("COMMIT")
+
+    def vector_mirror(self, dims: int) -> None:
+        """None: other processes and replicas write this database, so an in-process copy
+        of the vectors would go stale; searches use pgvector's index instead."""
+        return None
+
+    def close(self) -> None:
+        self.pool.close()

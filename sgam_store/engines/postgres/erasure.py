@@ -1,0 +1,263 @@
+"""Erasure on PostgreSQL: remove facts and episodes for good. The twin of
+`engines/sqlite/erasure.py`, whose module docstring gives the selectors and the rules
+(every version, vectors, keyword row, source links, backfill audit rows, the episode
+text; gaps stay gaps; `supersedes_fact_id` links to erased facts are cleared).
+
+What differs from SQLite:
+- Writers run in parallel, so an erasure first takes the advisory lock of every key it
+  erases (`versions.lock_keys`), re-reading its selection until it names no unlocked
+  key. A writer of such a key that read a version before the erasure would otherwise
+  append a copy of it (or a fact superseding it) after the DELETE: erased data back.
+  Each lock is an entry of the server's lock table, so erasing a tenant of more keys than
+  `max_locks_per_transaction` x connections allows fails, as so large a batch write does.
+- `PurgeReport.deleted` names this engine's tables: `fact_vectors` alone (no
+  `vector_rows`), `fact_keywords` for SQLite's `fact_fts`, and no `tenants` (there are
+  no keyword slots). Candidate support rows and extraction marks go by ON DELETE CASCADE
+  (and a supportless candidate by trigger), uncounted, as on SQLite.
+- What PostgreSQL keeps after a DELETE: the rows stay in their pages as dead versions
+  until VACUUM removes them (and their index entries), in the WAL until its segments are
+  recycled, and in WAL archives, replicas and backups beyond that. There is no
+  `secure_delete`: `secure=True` runs VACUUM on the tables the erasure touched once it
+  has committed, and `checkpointed` says that VACUUM completed. VACUUM cannot remove
+  versions a snapshot older than the erasure may still see (a long transaction, a
+  replication slot); those go at a later (auto)vacuum. The freed space inside a page is
+  reused, not zeroed. `vacuum()` is VACUUM (ANALYZE) of every table of ours; VACUUM FULL
+  would rewrite the files, but locks each table against reads and writes meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from psycopg import OperationalError, sql
+
+from sgam_store.core import namespaces
+from sgam_store.core.errors import InvalidFactError
+from sgam_store.core.models import PurgeReport
+from sgam_store.engines.postgres.indexing import has_vectors
+from sgam_store.engines.postgres.versions import lock_keys
+
+if TYPE_CHECKING:
+    from sgam_store.ledger import Writer
+
+TABLES = (
+    "facts",
+    "fact_vectors",
+    "fact_keywords",
+    "fact_sources",
+    "backfill_log",
+    "episodes",
+    "ended_sessions",
+    "memory_candidates",
+)
+# Rows removed by ON DELETE CASCADE (and the last-support trigger) with an episode or
+# candidate: a secure erasure vacuums them too.
+_CASCADED = ("candidate_support", "memory_candidates", "episode_extractions")
+_OURS = (*TABLES, "candidate_support", "episode_extractions", "sgam_meta")
+
+_F = "fact_id = ANY(%s::bigint[])"
+
+
+# ---------------------------------------------------------------- selection
+
+
+def facts_of(
+    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
+) -> list[int]:
+    """fact_ids of a tenant, narrowed to exactly one subject and/or attribute."""
+    where, params = _selected(tenant_id, subject, attribute)
+    rows = cur.execute(f"SELECT DISTINCT fact_id FROM facts WHERE {where}", params)
+    return sorted(r[0] for r in rows)
+
+
+def _selected(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[str, list[str]]:
+    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
+    where, params = "tenant_id = %s", [tenant_id]
+    if subject is not None:
+        where, params = where + " AND subject = %s", [*params, subject]
+    if attribute is not None:
+        where, params = where + " AND attribute = %s", [*params, attribute]
+    return where, params
+
+
+def _lock_all(cur: Any, keys_of: Callable[[], list[tuple[str, str]]]) -> None:
+    """Lock the keys a selection names, re-reading it until it names no unlocked key
+    (a writer may have started a new key of the selection meanwhile)."""
+    while todo := [k for k in keys_of() if k not in cur.locked]:
+        lock_keys(cur, todo)
+
+
+def _keys(cur: Any, where: str, params: Iterable[Any]) -> list[tuple[str, str]]:
+    rows = cur.execute(f"SELECT DISTINCT namespace, attribute FROM facts WHERE {where}", params)
+    return [(r[0], r[1]) for r in rows]
+
+
+def _episodes_of(cur: Any, tenant_id: str) -> list[str]:
+    rows = cur.execute("SELECT episode_id FROM episodes WHERE tenant_id = %s", (tenant_id,))
+    return [r[0] for r in rows]
+
+
+def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
+    rows = cur.execute(
+        "SELECT e FROM (SELECT source_episode_id AS e FROM facts "
+        "WHERE fact_id = %s AND source_episode_id != %s "
+        "UNION SELECT episode_id FROM fact_sources WHERE fact_id = %s AND episode_id != %s) s "
+        'ORDER BY e COLLATE "C"',
+        (fact_id, episode_id, fact_id, episode_id),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+# ---------------------------------------------------------------- deletion
+
+
+def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:
+    """Delete the facts' vectors; return the rows removed, as SQLite's (vector_rows,
+    fact_vectors) pair: one table here, so both are its count."""
+    if not has_vectors(cur):
+        return 0, 0
+    removed = cur.execute(f"DELETE FROM fact_vectors WHERE {_F}", (list(fact_ids),)).rowcount
+    return removed, removed
+
+
+def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
+    """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
+    facts, eps = sorted(set(fact_ids)), sorted(set(episode_ids))
+    report = PurgeReport(dict.fromkeys(TABLES, 0), fact_ids=facts, episode_ids=eps)
+    lock_keys(cur, _keys(cur, _F, (facts,)))
+    report.source_episode_ids = [
+        r[0]
+        for r in cur.execute(
+            f'SELECT DISTINCT source_episode_id COLLATE "C" FROM facts WHERE {_F} ORDER BY 1',
+            (facts,),
+        )
+    ]
+    deleted = report.deleted
+    deleted["fact_vectors"] = delete_vectors(cur, facts)[1]
+    deleted["fact_keywords"] = cur.execute(
+        f"DELETE FROM fact_keywords WHERE {_F}", (facts,)
+    ).rowcount
+    deleted["facts"] = cur.execute(f"DELETE FROM facts WHERE {_F}", (facts,)).rowcount
+    report.cleared_supersedes = cur.execute(
+        "UPDATE facts SET supersedes_fact_id = NULL WHERE supersedes_fact_id = ANY(%s::bigint[])",
+        (facts,),
+    ).rowcount
+    deleted["fact_sources"] = cur.execute(
+        f"DELETE FROM fact_sources WHERE {_F} OR episode_id = ANY(%s::text[])", (facts, eps)
+    ).rowcount
+    deleted["backfill_log"] = cur.execute(f"DELETE FROM backfill_log WHERE {_F}", (facts,)).rowcount
+    deleted["episodes"] = cur.execute(
+        "DELETE FROM episodes WHERE episode_id = ANY(%s::text[])", (eps,)
+    ).rowcount
+    return report
+
+
+def purge(
+    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
+) -> PurgeReport:
+    """Erase a tenant, or the facts of one subject and/or attribute within it."""
+    namespaces.check_item_namespace((tenant_id,))
+    if subject is not None:
+        namespaces.check_subject(subject)
+    if attribute is not None and not attribute:
+        raise InvalidFactError("attribute must be a non-empty string (or None for all)")
+    whole = subject is None and attribute is None
+    where, params = _selected(tenant_id, subject, attribute)
+    _lock_all(cur, lambda: _keys(cur, where, params))
+    episode_ids = _episodes_of(cur, tenant_id) if whole else []
+    report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
+    # Weak signals about the same subject/attribute hold its values too (their support
+    # rows cascade). A whole-tenant purge reaches them through its episodes.
+    report.deleted["memory_candidates"] = cur.execute(
+        f"DELETE FROM memory_candidates WHERE {where}", params
+    ).rowcount
+    if whole:
+        report.deleted["ended_sessions"] = cur.execute(
+            "DELETE FROM ended_sessions WHERE tenant_id = %s", (tenant_id,)
+        ).rowcount
+    return report
+
+
+def _linked(cur: Any, tenant_id: str, episode_id: str) -> list[int]:
+    """The tenant's facts that cite the episode, as their source or through fact_sources."""
+    rows = cur.execute(
+        "SELECT fact_id FROM facts WHERE tenant_id = %s AND source_episode_id = %s "
+        "UNION SELECT s.fact_id FROM fact_sources s JOIN facts f ON f.fact_id = s.fact_id "
+        "WHERE s.episode_id = %s AND f.tenant_id = %s ORDER BY 1",
+        (tenant_id, episode_id, episode_id, tenant_id),
+    )
+    return [r[0] for r in rows]
+
+
+def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
+    """Erase an episode and the tenant's facts whose only source it was (see module doc)."""
+    namespaces.check_item_namespace((tenant_id,))
+    _lock_all(cur, lambda: _keys(cur, _F, (_linked(cur, tenant_id, episode_id),)))
+    doomed, kept = [], []
+    for fact_id in _linked(cur, tenant_id, episode_id):
+        others = _other_sources(cur, fact_id, episode_id)
+        if not others:
+            doomed.append(fact_id)
+            continue
+        kept.append(fact_id)
+        cur.execute(
+            "UPDATE facts SET source_episode_id = %s WHERE fact_id = %s AND source_episode_id = %s",
+            (others[0], fact_id, episode_id),
+        )
+    unlinked = cur.execute(
+        f"DELETE FROM fact_sources WHERE episode_id = %s AND {_F}", (episode_id, kept)
+    ).rowcount
+    episodes = cur.execute(
+        "SELECT episode_id FROM episodes WHERE episode_id = %s AND tenant_id = %s",
+        (episode_id, tenant_id),
+    ).fetchall()
+    report = erase(cur, doomed, [r[0] for r in episodes])
+    report.resourced_fact_ids = kept
+    report.deleted["fact_sources"] += unlinked
+    return report
+
+
+# ---------------------------------------------------------------- running, and the disk
+
+
+def _touched(report: PurgeReport) -> list[str]:
+    """The tables an erasure left dead rows in, cascades included."""
+    tables = {name for name, n in report.deleted.items() if n}
+    if report.deleted["episodes"] or report.deleted["memory_candidates"]:
+        tables.update(_CASCADED)
+    return sorted(tables)
+
+
+def _vacuum(conn: Any, tables: Iterable[str], options: str = "") -> None:
+    """VACUUM these tables of ours (outside any transaction: VACUUM refuses one)."""
+    names = sql.SQL(", ").join(sql.Identifier(t) for t in tables)
+    conn.execute(sql.SQL("VACUUM {}{}").format(sql.SQL(options), names), prepare=False)
+
+
+def _scrub(engine: Any, tables: list[str]) -> bool:
+    """VACUUM the tables on a pooled autocommit connection; whether it completed."""
+    if not tables:
+        return True
+    try:
+        with engine.pool.connection() as conn:
+            _vacuum(conn, tables)
+    except OperationalError:  # e.g. cancelled, or the connection lost: the erasure holds
+        return False
+    return True
+
+
+def execute(
+    writer: Writer, select: Callable[[Any], PurgeReport], *, secure: bool = False
+) -> PurgeReport:
+    """Run one erasure in one write transaction; `secure` then vacuums what it touched."""
+    report = writer.run(lambda tx: select(tx.cur))
+    if secure:
+        report.checkpointed = _scrub(writer.engine, _touched(report))
+    return report
+
+
+def vacuum(conn: Any) -> None:
+    """VACUUM (ANALYZE) every table of ours: dead rows and index entries go, plans refresh."""
+    tables = [t for t in _OURS if t != "fact_vectors" or has_vectors(conn)]
+    _vacuum(conn, tables, "(ANALYZE) ")

@@ -1,0 +1,122 @@
+"""Keyword and vector rows in PostgreSQL: `fact_keywords` rows upserted by fact id,
+`fact_vectors` rows with their `is_current` flag, written set-based once per transaction.
+The twin of `engines/sqlite/indexing.py`.
+
+What differs from SQLite: a keyword row is keyed by its fact id alone (the generated
+`tsv` column and the (tenant_id, tsv) GIN index scope it), so there are no tenant slots
+and no rowid arithmetic; a vector is one `fact_vectors` row instead of the vector_rows +
+vec0 pair, sent as pgvector's text form so no adapter package is needed; a vector of the
+wrong length is refused with `DimensionMismatchError` before anything is written. There is
+no in-process vector mirror here (`PostgresEngine.vector_mirror` is None), so
+`flush_vectors` returns None: the writer's "nothing to mirror".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from sgam_store.core.errors import DimensionMismatchError
+
+_INSERT_VECTORS = (
+    "INSERT INTO fact_vectors (fact_id, field, tenant_id, is_current, embedding) "
+    "SELECT f, fl, t, c, e::vector FROM unnest("
+    "%s::bigint[], %s::text[], %s::text[], %s::boolean[], %s::text[]) AS u(f, fl, t, c, e)"
+)
+
+
+def has_vectors(cur: Any) -> bool:
+    """fact_vectors exists once a store with an index config has set the database up."""
+    row = cur.execute("SELECT 1 FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
+    return row is not None
+
+
+def flush_keywords(cur: Any, rows: list[tuple[int, str, str]]) -> None:
+    """Write keyword rows (fact_id, tenant, text), in one statement per transaction."""
+    if not rows:
+        return
+    latest = {fact_id: (tenant, text) for fact_id, tenant, text in rows}  # one row per fact
+    cur.execute(
+        "INSERT INTO fact_keywords (fact_id, tenant_id, body) "
+        "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[]) "
+        "ON CONFLICT (fact_id) DO UPDATE SET tenant_id = excluded.tenant_id, "
+        "body = excluded.body",
+        (list(latest), [t for t, _ in latest.values()], [b for _, b in latest.values()]),
+    )
+
+
+def _dims(cur: Any) -> int:
+    row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
+    if row is None:
+        raise DimensionMismatchError("this database has no vector table: set it up with dims")
+    return int(row[0])
+
+
+def _vector_texts(cur: Any, blobs: list[bytes]) -> list[str]:
+    """pgvector's text form of float32 blobs, each checked against the table's dims."""
+    dims, texts = _dims(cur), []
+    for blob in blobs:
+        if len(blob) != 4 * dims:
+            raise DimensionMismatchError(
+                f"embedding has {len(blob) / 4:g} dims; the index is configured for {dims}"
+            )
+        floats = numpy.frombuffer(blob, dtype=numpy.float32).tolist()
+        texts.append("[" + ",".join(f"{x:.9g}" for x in floats) + "]")  # 9 digits: exact
+    return texts
+
+
+def _insert(cur: Any, rows: list[tuple[int, str, str, bytes, bool]]) -> None:
+    """Insert (fact_id, tenant, field, blob, current) vector rows in one statement."""
+    texts = _vector_texts(cur, [r[3] for r in rows])
+    cur.execute(
+        _INSERT_VECTORS,
+        (
+            [r[0] for r in rows],
+            [r[2] for r in rows],
+            [r[1] for r in rows],
+            [r[4] for r in rows],
+            texts,
+        ),
+    )
+
+
+def write_vectors(
+    cur: Any, fact_id: int, tenant_id: str, vectors: list[tuple[str, bytes]], current: bool
+) -> None:
+    """Write one fact's vectors now (the backfill's re-embedding), current or not."""
+    if vectors:
+        _insert(cur, [(fact_id, tenant_id, field, blob, current) for field, blob in vectors])
+
+
+def flush_vectors(
+    cur: Any,
+    queued: list[tuple[int, str, list[tuple[str, bytes]]]],
+    opened: list[int],
+    retired: list[int],
+    tenant_of: dict[int, str],
+) -> None:
+    """Write a transaction's queued vectors and its open/closed changes to `is_current`.
+
+    Deferred to the end of the transaction so that each vector is written once with its
+    final `is_current`: a fact opened and retired in the same transaction needs no flip.
+    `tenant_of` orders SQLite's vec0 flips by tenant; one UPDATE needs no order here.
+    """
+    current = set(opened).difference(retired)
+    rows = [
+        (fid, tenant, f, blob, fid in current) for fid, tenant, vecs in queued for f, blob in vecs
+    ]
+    if rows:
+        _insert(cur, rows)
+    written = {fid for fid, _, _ in queued}
+    _unmark(cur, [fid for fid in retired if fid not in written])
+
+
+def _unmark(cur: Any, fact_ids: list[int]) -> None:
+    """Clear `is_current` on the vectors of facts that stopped being current."""
+    if fact_ids:
+        cur.execute(
+            "UPDATE fact_vectors SET is_current = false "
+            "WHERE fact_id = ANY(%s::bigint[]) AND is_current",
+            (fact_ids,),
+        )

@@ -1,0 +1,293 @@
+"""The PostgreSQL schema: the SQLite engine's tables, with the interval rules enforced by
+the database, migrated under an advisory lock so several processes can call `setup()`.
+
+Everything lives in one schema (default `sgam`), beside LangGraph's own tables. The
+schema version is `sgam_meta.schema_version`; DDL is transactional in PostgreSQL, so a
+migration either lands whole or not at all. No `CREATE INDEX CONCURRENTLY`: it cannot run
+inside a transaction, the known failure of LangGraph's PostgresStore set-up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import sql
+
+from sgam_store.core.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    ForeignDatabaseError,
+    SchemaVersionError,
+)
+
+# pg_advisory_xact_lock key for schema changes: "sgam" in ASCII.
+MIGRATION_LOCK = 0x7367616D
+TEXT_SEARCH_CONFIGS = ("simple", "english", "spanish")
+
+V1 = [
+    """CREATE TABLE facts (
+        row_id             bigint PRIMARY KEY,
+        fact_id            bigint NOT NULL,
+        tenant_id          text NOT NULL,
+        namespace          text NOT NULL,
+        subject            text NOT NULL,
+        attribute          text NOT NULL,
+        value              text NOT NULL CHECK (json_typeof(value::json) = 'object'),
+        -- Filters read this; `value` keeps the exact text the ledger compares and returns.
+        doc                jsonb GENERATED ALWAYS AS (value::jsonb) STORED,
+        scalar             integer NOT NULL DEFAULT 0,
+        memory_type        text NOT NULL,
+        schema_version     integer NOT NULL,
+        valid_from         timestamptz NOT NULL,
+        valid_to           timestamptz,
+        recorded_at        timestamptz NOT NULL,
+        known_from         timestamptz NOT NULL,
+        known_to           timestamptz,
+        created_at         timestamptz NOT NULL,
+        supersedes_fact_id bigint,
+        source_episode_id  text NOT NULL,
+        confidence         double precision,
+        retention_policy   text,
+        expires_at         timestamptz,
+        ttl_minutes        double precision,
+        decided_by         text,
+        CHECK (valid_to IS NULL OR valid_from < valid_to),
+        CHECK (known_to IS NULL OR known_from <= known_to),
+        -- No two believed versions of one key overlap in valid time. Deferred: a write
+        -- retires and appends inside one transaction; only its end state must hold.
+        CONSTRAINT facts_no_overlap EXCLUDE USING gist (
+            tenant_id WITH =, namespace WITH =, attribute WITH =,
+            tstzrange(valid_from, valid_to) WITH &&
+        ) WHERE (known_to IS NULL) DEFERRABLE INITIALLY DEFERRED
+    )""",
+    # Row ids come in blocks (see versions.ROW_ID_BLOCK): concurrent writers never meet.
+    "CREATE SEQUENCE facts_row_ids INCREMENT BY 64",
+    # Keys are looked up by (namespace, attribute); tenant_id is in every unique and
+    # exclusion constraint, so the tables can be distributed by tenant (e.g. Citus).
+    """CREATE UNIQUE INDEX facts_one_open ON facts (namespace, attribute, tenant_id)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+    """CREATE UNIQUE INDEX facts_one_start ON facts (namespace, attribute, valid_from, tenant_id)
+       WHERE known_to IS NULL""",
+    "CREATE INDEX facts_key_time ON facts (namespace, attribute, valid_from)",
+    """CREATE INDEX facts_current_ns ON facts (tenant_id, namespace text_pattern_ops)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+    "CREATE INDEX facts_fact_id ON facts (fact_id)",
+    "CREATE INDEX facts_source ON facts (source_episode_id)",
+    """CREATE INDEX facts_expiry ON facts (expires_at)
+       WHERE expires_at IS NOT NULL AND known_to IS NULL""",
+    """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
+       WHERE retention_policy IS NOT NULL""",
+    "CREATE INDEX facts_doc ON facts USING gin (doc jsonb_path_ops)",
+    # One keyword row per fact. The text-search configuration is fixed at creation
+    # (sgam_meta.text_search_config), so the generated column stays immutable.
+    """CREATE TABLE fact_keywords (
+        fact_id   bigint PRIMARY KEY,
+        tenant_id text NOT NULL,
+        body      text NOT NULL,
+        tsv       tsvector GENERATED ALWAYS AS (to_tsvector({config}, body)) STORED
+    )""",
+    # btree_gin: a tenant-scoped keyword search reads only that tenant's postings.
+    "CREATE INDEX fact_keywords_tsv ON fact_keywords USING gin (tenant_id, tsv)",
+    "CREATE TABLE sgam_meta (key text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE episodes (
+        episode_id      text PRIMARY KEY,
+        tenant_id       text NOT NULL,
+        thread_id       text,
+        source_kind     text NOT NULL CHECK (source_kind IN
+                            ('user_message', 'assistant_message', 'tool_result', 'business_event')),
+        speaker         text,
+        content         text NOT NULL,
+        metadata        text NOT NULL DEFAULT '{{}}' CHECK (metadata::jsonb IS NOT NULL),
+        occurred_at     timestamptz NOT NULL,
+        recorded_at     timestamptz NOT NULL,
+        retention_class text NOT NULL DEFAULT 'keep'
+    )""",
+    "CREATE INDEX episodes_thread ON episodes (tenant_id, thread_id, occurred_at)",
+    "CREATE INDEX episodes_retention ON episodes (retention_class, recorded_at)",
+    """CREATE TABLE fact_sources (
+        fact_id    bigint NOT NULL,
+        episode_id text NOT NULL,
+        PRIMARY KEY (fact_id, episode_id)
+    )""",
+    "CREATE INDEX fact_sources_episode ON fact_sources (episode_id)",
+    """CREATE TABLE ended_sessions (
+        tenant_id text NOT NULL,
+        thread_id text NOT NULL,
+        ended_at  timestamptz NOT NULL,
+        PRIMARY KEY (tenant_id, thread_id)
+    )""",
+    """CREATE TABLE backfill_log (
+        log_id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        fact_id       bigint NOT NULL,
+        old_row_id    bigint NOT NULL,
+        new_row_id    bigint NOT NULL,
+        from_version  integer NOT NULL,
+        to_version    integer NOT NULL,
+        transforms    text NOT NULL,
+        backfilled_at timestamptz NOT NULL
+    )""",
+    "CREATE INDEX backfill_log_fact ON backfill_log (fact_id)",
+    """CREATE TABLE memory_candidates (
+        candidate_id     bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        tenant_id        text NOT NULL,
+        subject          text NOT NULL,
+        attribute        text NOT NULL,
+        value            text NOT NULL CHECK (value::jsonb IS NOT NULL),
+        similarity_key   text NOT NULL,
+        memory_type      text NOT NULL,
+        reason           text NOT NULL CHECK (reason IN ('low_confidence', 'needs_repetition')),
+        status           text NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'promoted', 'expired')),
+        first_seen_at    timestamptz NOT NULL,
+        last_seen_at     timestamptz NOT NULL,
+        expires_at       timestamptz NOT NULL,
+        promoted_fact_id bigint,
+        promoted_by      text CHECK (promoted_by IN ('recurrence', 'confirmation', 'statement')),
+        promoted_at      timestamptz,
+        CHECK ((status = 'promoted') = (promoted_fact_id IS NOT NULL))
+    )""",
+    """CREATE UNIQUE INDEX memory_candidates_one_pending
+       ON memory_candidates (tenant_id, subject, attribute, similarity_key)
+       WHERE status = 'pending'""",
+    """CREATE INDEX memory_candidates_expiry ON memory_candidates (expires_at)
+       WHERE status = 'pending'""",
+    """CREATE TABLE candidate_support (
+        candidate_id bigint NOT NULL REFERENCES memory_candidates (candidate_id)
+                         ON DELETE CASCADE,
+        episode_id   text NOT NULL REFERENCES episodes (episode_id) ON DELETE CASCADE,
+        payload      text NOT NULL CHECK (payload::jsonb IS NOT NULL),
+        confidence   double precision,
+        recorded_at  timestamptz NOT NULL,
+        PRIMARY KEY (candidate_id, episode_id)
+    )""",
+    "CREATE INDEX candidate_support_episode ON candidate_support (episode_id)",
+    # A candidate left without support goes too: its value came only from those episodes.
+    """CREATE FUNCTION candidate_support_last_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         DELETE FROM memory_candidates c WHERE c.candidate_id = OLD.candidate_id
+           AND NOT EXISTS (SELECT 1 FROM candidate_support s
+                           WHERE s.candidate_id = OLD.candidate_id);
+         RETURN NULL;
+       END $$""",
+    """CREATE TRIGGER candidate_support_last_gone AFTER DELETE ON candidate_support
+       FOR EACH ROW EXECUTE FUNCTION candidate_support_last_gone()""",
+    """CREATE TABLE episode_extractions (
+        episode_id   text PRIMARY KEY REFERENCES episodes (episode_id) ON DELETE CASCADE,
+        extracted_at timestamptz NOT NULL,
+        extractor    text
+    )""",
+]
+
+MIGRATIONS: list[list[str]] = [V1]
+LATEST = len(MIGRATIONS)
+
+
+def _tables(cur: Any, schema: str) -> set[str]:
+    rows = cur.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+    ).fetchall()
+    return {name for (name,) in rows}
+
+
+def _version(cur: Any, tables: set[str]) -> int:
+    if "sgam_meta" not in tables:
+        return 0
+    row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def check_owned(cur: Any, schema: str) -> None:
+    """Refuse a schema that another program's tables occupy, before writing to it."""
+    tables = _tables(cur, schema)
+    if not tables or {"facts", "sgam_meta"} <= tables:
+        return
+    if {"store", "store_migrations"} <= tables:
+        owner = "LangGraph's PostgresStore"
+    else:
+        owner = "another program (tables: " + ", ".join(sorted(tables)[:5]) + ")"
+    raise ForeignDatabaseError(
+        f"schema {schema!r} holds tables of {owner}; sgam-store leaves it untouched. "
+        "Pass another schema (SGAMStore.from_conn_string(uri, schema=...))"
+    )
+
+
+def migrate(conn: Any, schema: str, text_search_config: str) -> int:
+    """Bring the schema to LATEST under the migration lock; return the version found."""
+    if text_search_config not in TEXT_SEARCH_CONFIGS:
+        raise ConfigurationError(
+            f"text_search_config must be one of {', '.join(TEXT_SEARCH_CONFIGS)}: "
+            f"{text_search_config!r}"
+        )
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        cur.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        cur.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")
+        cur.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
+        cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        check_owned(cur, schema)
+        found = _version(cur, _tables(cur, schema))
+        if found > LATEST:
+            raise SchemaVersionError(
+                f"database schema v{found} is newer than this sgam-store (v{LATEST}); "
+                "upgrade sgam-store"
+            )
+        config = sql.Literal(text_search_config).as_string(conn) + "::regconfig"
+        for version in range(found, LATEST):
+            for statement in MIGRATIONS[version]:
+                cur.execute(statement.replace("{config}", config).replace("{{}}", "{}"))
+        if found == 0:
+            cur.execute(
+                "INSERT INTO sgam_meta (key, value) VALUES ('text_search_config', %s)",
+                (text_search_config,),
+            )
+        cur.execute(
+            "INSERT INTO sgam_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(LATEST),),
+        )
+        _check_config(cur, text_search_config)
+    return found
+
+
+def _check_config(cur: Any, wanted: str) -> None:
+    row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'text_search_config'").fetchone()
+    if row is not None and row[0] != wanted:
+        raise ConfigurationError(
+            f"this database's keywords use the {row[0]!r} text-search configuration; "
+            f"the store was opened with {wanted!r}"
+        )
+
+
+def ensure_vector_table(conn: Any, dims: int) -> None:
+    """Create the vector table for `dims`, or check an existing one has the same dims.
+
+    The HNSW index covers current facts only: every current search reads it, while
+    `as_of` searches and small scopes scan exactly (see reads.nearest).
+    """
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
+        if row is not None and int(row[0]) != dims:
+            raise DimensionMismatchError(
+                f"this database's vectors have {row[0]} dims; the index config says {dims}"
+            )
+        if row is not None:
+            return
+        cur.execute(
+            f"""CREATE TABLE fact_vectors (
+                vec_id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                fact_id    bigint NOT NULL,
+                field      text NOT NULL,
+                tenant_id  text NOT NULL,
+                is_current boolean NOT NULL,
+                embedding  vector({int(dims)}) NOT NULL
+            )"""
+        )
+        cur.execute("CREATE INDEX fact_vectors_fact ON fact_vectors (fact_id)")
+        cur.execute(
+            "CREATE INDEX fact_vectors_hnsw ON fact_vectors "
+            "USING hnsw (embedding vector_cosine_ops) WHERE is_current"
+        )
+        cur.execute("INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', %s)", (str(dims),))

@@ -1,0 +1,351 @@
+"""The read side's statements on PostgreSQL: the twin of `engines/sqlite/reads.py` (get,
+listing, candidate checks, the keyword and vector rankings, namespaces, recall's state
+selection), with the same arguments and results.
+
+What differs from SQLite, and why:
+- Namespace prefixes use `starts_with` (no pattern characters to escape, unlike GLOB or
+  LIKE), plus the prefix's tenant label as `tenant_id`: every namespace begins with its
+  tenant, and the current-facts index leads with the tenant.
+- Keywords: `fact_keywords.tsv` with the store's text-search configuration (read from
+  `sgam_meta` inside each statement), ranked by `ts_rank_cd` mapped to r / (1 + r) in
+  [0, 1). That is cover density, not BM25: the order within a query differs from SQLite's.
+  `keyword_frequency` is an exact count through the GIN index.
+- Vectors: pgvector. Current searches walk the HNSW index (current vectors only) with
+  iterative scans, so a tenant filter does not starve the page; a small tenant, or one
+  the walk stopped short for, has its current vectors scanned exactly instead.
+  Point-in-time searches scan exactly. There is no k ceiling: `capped` is always False.
+- Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sgam_store.core import clock, namespaces
+from sgam_store.core.models import FactRow
+from sgam_store.engines.postgres.filters import filter_sql
+from sgam_store.engines.postgres.predicates import current_sql, visible
+from sgam_store.engines.postgres.versions import F_COLUMNS
+
+EF_SEARCH_MIN = 40  # pgvector's default hnsw.ef_search
+EF_SEARCH_MAX = 1000  # pgvector's ceiling for hnsw.ef_search
+# A tenant with at most this many current facts is scanned exactly: one of many small
+# tenants is a sliver of the HNSW graph, which a walk would cross for ~40 ms (measured:
+# 1,000 tenants x 100 facts, 0.6 ms exact, and the walk still stopped short).
+TENANT_SCAN_MAX = 1000
+# The store's text-search configuration, fixed when the schema was created; an InitPlan
+# evaluated once per statement, so the GIN index still applies.
+_CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regconfig"
+
+Hits = list[tuple[int, float]]  # (fact_id, score), best first
+
+
+def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
+    """SQL for "visible in the scope" over `facts f`, with its parameters."""
+    cond, params = visible(at, known_at, "f")
+    if at is None and known_at is None:
+        # An expired fact is stale even before the sweep closes it.
+        cond += " AND (f.expires_at IS NULL OR f.expires_at > %s)"
+        params = [*params, clock.utc_now()]
+    if tenant is not None:
+        cond += " AND f.tenant_id = %s"
+        params = [*params, tenant]
+    return cond, params
+
+
+def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
+    """Namespaces under `prefix` at label boundaries ('foo' never matches 'foobar')."""
+    if not prefix:
+        return "TRUE", []
+    text = namespaces.to_text(prefix)
+    return (
+        "f.tenant_id = %s AND (f.namespace = %s OR starts_with(f.namespace, %s))",
+        [prefix[0], text, text + namespaces.SEP],
+    )
+
+
+def _search_scope(
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+) -> tuple[str, list[Any]]:
+    """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
+    cond, params = _scope(at, known_at, tenant)
+    ns_sql, ns_params = _prefix_sql(prefix)
+    flt_sql, flt_params = filter_sql(filter)
+    return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
+
+
+# ---------------------------------------------------------------- items and listings
+
+
+def get(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
+) -> FactRow | None:
+    """The key's version visible in the scope (the latest start, should several be)."""
+    cond, params = _scope(at, known_at, tenant)
+    row = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = %s AND f.attribute = %s "
+        f"AND {cond} ORDER BY f.valid_from DESC LIMIT 1",
+        (namespace, key, *params),
+    ).fetchone()
+    return None if row is None else FactRow._make(row)
+
+
+def listing(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+) -> list[FactRow]:
+    """A page of the versions visible in the search scope, newest belief first."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {where} "
+        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT %s OFFSET %s",
+        (*params, limit, offset),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
+
+
+def admitted(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    fact_ids: list[int],
+) -> dict[int, int]:
+    """{fact_id: row_id of its visible version} for those of `fact_ids` in the search scope."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    return dict(
+        conn.execute(
+            f"SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(%s) AND {where}",
+            (list(fact_ids), *params),
+        ).fetchall()
+    )
+
+
+def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
+    """Full rows of the given versions, by row_id (a ranked page's, read last)."""
+    if not row_ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.row_id = ANY(%s)", (list(row_ids),)
+    ).fetchall()
+    return {row[0]: FactRow._make(row) for row in rows}
+
+
+def namespaces_under(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, prefix: Sequence[str]
+) -> list[str]:
+    """The distinct namespaces (as stored text) of visible facts under `prefix`."""
+    cond, params = _scope(at, known_at, tenant)
+    ns_sql, ns_params = _prefix_sql(prefix)
+    rows = conn.execute(
+        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
+        (*params, *ns_params),
+    ).fetchall()
+    return [text for (text,) in rows]
+
+
+def structured_state(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    subjects: Sequence[str] | None,
+    attributes: Sequence[str] | None,
+    memory_types: Sequence[str] | None,
+    limit: int,
+) -> list[FactRow]:
+    """Visible versions of the given subjects, attributes and memory types (each empty or
+    None: any), by subject and attribute (then tenant, for a stable order), at most
+    `limit`."""
+    cond, params = _scope(at, known_at, tenant)
+    for column, values in (
+        ("subject", subjects),
+        ("attribute", attributes),
+        ("memory_type", memory_types),
+    ):
+        if values:
+            cond += f" AND f.{column} = ANY(%s)"
+            params = [*params, list(values)]
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM facts f WHERE {cond} "
+        'ORDER BY f.subject COLLATE "C", f.attribute COLLATE "C", f.tenant_id COLLATE "C", '
+        "f.row_id LIMIT %s",
+        (*params, limit),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
+
+
+# ---------------------------------------------------------------- vectors (pgvector)
+
+
+def _vector(query_vec: bytes) -> str:
+    """float32 bytes -> pgvector's text form; each float32 printed exactly."""
+    return "[" + ",".join(map(repr, np.frombuffer(query_vec, dtype=np.float32).tolist())) + "]"
+
+
+def nearest(
+    conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
+) -> tuple[Hits, bool, bool]:
+    """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
+    has no more; and False (no k ceiling, so never capped). `current`: only current
+    facts' vectors, through the HNSW index; otherwise an exact scan."""
+    vec = _vector(query_vec)
+    if not current:
+        found = _scan(conn, vec, n, tenant)
+    elif tenant is not None and _small(conn, tenant):
+        found = _tenant_scan(conn, vec, n, tenant)
+    else:
+        found = _walk(conn, vec, n, tenant)
+        if tenant is not None and len(found) < n:
+            # The walk stops after hnsw.max_scan_tuples, possibly before the tenant's
+            # vectors run out: its current vectors, scanned exactly, answer instead.
+            found = _tenant_scan(conn, vec, n, tenant)
+    hits = sorted(((fid, 1.0 - d) for fid, d in found), key=lambda h: (-h[1], h[0]))
+    return hits, len(found) < n, False
+
+
+def _small(conn: Any, tenant: str) -> bool:
+    """Whether the tenant has at most TENANT_SCAN_MAX current facts (a bounded count)."""
+    return conn.execute(
+        f"SELECT count(*) <= %s FROM (SELECT 1 FROM facts f WHERE f.tenant_id = %s "
+        f"AND {current_sql('f')} LIMIT %s) AS t",
+        (TENANT_SCAN_MAX, tenant, TENANT_SCAN_MAX + 1),
+    ).fetchone()[0]
+
+
+def _walk(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, float]]:
+    """Current vectors by the HNSW index, iterative so rows filtered out are replaced;
+    relaxed order can return hits slightly out of order (the caller re-sorts)."""
+    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors WHERE is_current"
+    params: list[Any] = [vec]
+    if tenant is not None:
+        sql, params = sql + " AND tenant_id = %s", [*params, tenant]
+    ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, n))
+    with conn.transaction():
+        conn.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            (str(ef),),
+        )
+        return conn.execute(f"{sql} ORDER BY d LIMIT %s", (*params, n)).fetchall()
+
+
+def _scan(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, float]]:
+    """Every vector (current or not), exactly: without `is_current` the partial HNSW index
+    does not apply."""
+    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors"
+    params: list[Any] = [vec]
+    if tenant is not None:
+        sql, params = sql + " WHERE tenant_id = %s", [*params, tenant]
+    return conn.execute(f"{sql} ORDER BY d LIMIT %s", (*params, n)).fetchall()
+
+
+def _tenant_scan(conn: Any, vec: str, n: int, tenant: str) -> list[tuple[int, float]]:
+    """A tenant's current vectors exactly, reached through its current facts. MATERIALIZED
+    keeps the planner from ordering by the HNSW index (the walk that stopped short)."""
+    return conn.execute(
+        "WITH t AS MATERIALIZED (SELECT v.fact_id, v.embedding FROM facts f "
+        "JOIN fact_vectors v ON v.fact_id = f.fact_id AND v.is_current "
+        f"WHERE f.tenant_id = %s AND {current_sql('f')}) "
+        "SELECT fact_id, embedding <=> %s::vector AS d FROM t ORDER BY d LIMIT %s",
+        (tenant, vec, n),
+    ).fetchall()
+
+
+def nearest_exact(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    query_vec: bytes,
+) -> list[tuple[int, float, int]]:
+    """(fact_id, best-field similarity, row_id) of every version in the search scope that
+    has vectors, best first: an exact scan."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        "SELECT f.fact_id, f.row_id, MIN(v.embedding <=> %s::vector) AS d "
+        f"FROM facts f JOIN fact_vectors v ON v.fact_id = f.fact_id WHERE {where} "
+        "GROUP BY f.row_id, f.fact_id ORDER BY d, f.row_id",
+        (_vector(query_vec), *params),
+    ).fetchall()
+    return [(fid, 1.0 - d, row_id) for fid, row_id, d in rows]
+
+
+def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, float]:
+    """{fact_id: exact best-field cosine similarity} of those of `fact_ids` with vectors."""
+    rows = conn.execute(
+        "SELECT fact_id, MIN(embedding <=> %s::vector) FROM fact_vectors "
+        "WHERE fact_id = ANY(%s) GROUP BY fact_id",
+        (_vector(query_vec), list(fact_ids)),
+    ).fetchall()
+    return {fid: 1.0 - d for fid, d in rows}
+
+
+# ---------------------------------------------------------------- keywords (tsvector)
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """A to_tsquery text (quoted terms, OR-ed) and the tenant it is confined to (if any)."""
+
+    tsquery: str
+    tenant: str | None = None
+
+
+def highest_row_id(conn: Any) -> int:
+    """The highest row id so far (0 for none): one index seek."""
+    return conn.execute("SELECT COALESCE(MAX(row_id), 0) FROM facts").fetchone()[0]
+
+
+def _quoted(term: str) -> str:
+    """One to_tsquery operand: the term quoted, so no character in it is an operator."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def keyword_frequency(conn: Any, term: str) -> int:
+    """How many keyword rows hold `term` (0 if none): an exact count through the GIN
+    index, costly for a common term, so the read layer remembers the counts."""
+    return conn.execute(
+        f"SELECT count(*) FROM fact_keywords WHERE tsv @@ to_tsquery({_CONFIG}, %s)",
+        (_quoted(term),),
+    ).fetchone()[0]
+
+
+def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:
+    """The keyword query matching any of `terms`, confined to `tenant` when given; None
+    when nothing can match."""
+    if not terms:
+        return None
+    return KeywordQuery(" | ".join(map(_quoted, terms)), tenant)
+
+
+def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
+    """The `n` best (fact_id, score) of `query` by ts_rank_cd, keyword ranking alone;
+    score = r / (1 + r) in [0, 1), higher is better."""
+    sql = (
+        "SELECT k.fact_id, ts_rank_cd(k.tsv, q) AS r "
+        f"FROM fact_keywords k, to_tsquery({_CONFIG}, %s) q WHERE k.tsv @@ q"
+    )
+    params: list[Any] = [query.tsquery]
+    if query.tenant is not None:
+        sql, params = sql + " AND k.tenant_id = %s", [*params, query.tenant]
+    found = conn.execute(f"{sql} ORDER BY r DESC, k.fact_id LIMIT %s", (*params, n)).fetchall()
+    return [(fid, r / (1.0 + r)) for fid, r in found]

@@ -1,0 +1,157 @@
+"""What the PostgreSQL engine adds or must hold on its own: the database enforces the
+interval rule, set-up is safe from several processes, foreign or mismatched schemas are
+refused, and what PostgreSQL cannot store is refused with a typed error.
+
+The store contract itself runs on both engines in the other modules (`ENGINES`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.store.base import PutOp
+from langgraph.store.postgres import PostgresStore
+
+from sgam_store import ConfigurationError, ForeignDatabaseError, InvalidFactError, SGAMStore
+from tests import pg
+from tests.db import rows, scalar
+
+from .conftest import HashEmbeddings
+
+ENGINES = ("sqlite", "postgres")
+
+
+@pytest.fixture
+def uri(pg_server: str) -> str:
+    return pg.fresh_database()
+
+
+def sql(uri: str, statement: str, params: Any = None) -> list[tuple]:
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SET search_path TO sgam, public")
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else []
+
+
+def test_the_database_refuses_overlapping_and_second_open_versions(uri: str) -> None:
+    with SGAMStore.from_conn_string(uri) as store:
+        store.put(("acme", "mira"), "deadline", {"value": "2026-06-30"})
+        store.put(("acme", "mira"), "deadline", {"value": "2026-07-15"})
+    copy_open = (
+        "INSERT INTO facts (row_id, fact_id, tenant_id, namespace, subject, attribute, value, "
+        "scalar, memory_type, schema_version, valid_from, valid_to, recorded_at, known_from, "
+        "created_at, source_episode_id) SELECT row_id + 1000, fact_id + 1000, tenant_id, "
+        "namespace, subject, attribute, value, scalar, memory_type, schema_version, {start}, "
+        "NULL, recorded_at, known_from, created_at, source_episode_id FROM facts "
+        "WHERE valid_to IS NULL AND known_to IS NULL"
+    )
+    with pytest.raises(psycopg.errors.UniqueViolation, match="facts_one_open"):
+        sql(uri, copy_open.format(start="valid_from + interval '1 day'"))
+    # A closed copy starting inside the open one's interval: the exclusion constraint.
+    overlapping = copy_open.replace(
+        "NULL, recorded_at", "valid_from + interval '2 days', recorded_at"
+    )
+    with pytest.raises(psycopg.errors.ExclusionViolation, match="facts_no_overlap"):
+        sql(uri, overlapping.format(start="valid_from + interval '1 day'"))
+    with pytest.raises(psycopg.errors.CheckViolation):
+        sql(uri, "UPDATE facts SET valid_to = valid_from WHERE valid_to IS NULL")
+    assert sql(uri, "SELECT count(*) FROM facts") == [(3,)]  # nothing landed
+
+
+def test_setup_from_several_processes_at_once_migrates_once(uri: str) -> None:
+    script = (
+        "import sys\n"
+        "from sgam_store import SGAMStore\n"
+        "from tests.conftest import HashEmbeddings\n"
+        "index = {'dims': 8, 'embed': HashEmbeddings(8), 'fields': ['text']}\n"
+        "with SGAMStore.from_conn_string(sys.argv[1], index=index) as s:\n"
+        "    s.setup()\n"
+        "    s.put(('acme', sys.argv[2]), 'k', {'text': 'hello'})\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, uri, f"p{i}"], stderr=subprocess.PIPE)
+        for i in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert sql(uri, "SELECT value FROM sgam_meta WHERE key = 'schema_version'") == [("1",)]
+    assert sql(uri, "SELECT count(*) FROM facts") == [(4,)]
+    assert sql(uri, "SELECT count(*) FROM fact_vectors") == [(4,)]
+
+
+def test_a_schema_holding_langgraphs_tables_is_refused_untouched(uri: str) -> None:
+    with PostgresStore.from_conn_string(uri) as lg:
+        lg.setup()
+        lg.put(("acme",), "k", {"v": 1})
+    before = sql(
+        uri, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    )
+    with (
+        pytest.raises(ForeignDatabaseError, match="PostgresStore"),
+        SGAMStore.from_conn_string(uri, schema="public") as store,
+    ):
+        store.setup()
+    after = sql(
+        uri, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    )
+    assert sorted(after) == sorted(before)
+    # Beside them, in its own schema (the default), SGAM works.
+    with SGAMStore.from_conn_string(uri) as store:
+        store.put(("acme",), "k", {"v": 2})
+        assert store.get(("acme",), "k").value == {"v": 2}
+    with PostgresStore.from_conn_string(uri) as lg:
+        assert lg.get(("acme",), "k").value == {"v": 1}
+
+
+def test_options_that_cannot_work_are_refused(uri: str) -> None:
+    with pytest.raises(ConfigurationError, match="schema"):
+        SGAMStore(uri, schema="Robert'); DROP TABLE facts;--")
+    with SGAMStore.from_conn_string(uri, text_search_config="english") as store:
+        store.setup()
+    with (
+        pytest.raises(ConfigurationError, match="english"),
+        SGAMStore.from_conn_string(uri, text_search_config="spanish") as store,
+    ):
+        store.setup()
+    with (
+        pytest.raises(ConfigurationError, match="text_search_config"),
+        SGAMStore.from_conn_string(uri, schema="other", text_search_config="klingon") as s,
+    ):
+        s.setup()
+    with pytest.raises(TypeError, match="schema"):
+        SGAMStore(":memory:", schema="sgam")  # a PostgreSQL option on SQLite
+
+
+def test_a_nul_character_is_refused_with_a_typed_error_and_nothing_written(uri: str) -> None:
+    with SGAMStore.from_conn_string(uri) as store:
+        with pytest.raises(InvalidFactError, match="NUL"):
+            store.put(("acme", "mira"), "note", {"text": "a\x00b"})
+        assert store.get(("acme", "mira"), "note") is None
+        assert scalar(store, "SELECT count(*) FROM facts") == 0
+        store.put(("acme", "mira"), "note", {"text": "a\\u0000b"})  # the six characters
+        assert store.get(("acme", "mira"), "note").value == {"text": "a\\u0000b"}
+        assert store.search(("acme",), filter={"text": "a\x00b"}) == []
+
+
+def test_a_tenant_scoped_vector_search_fills_its_page(target: str) -> None:
+    """Many tenants, one vector index: each tenant's search still returns a full page of
+    its own facts (an index walk that post-filters by tenant would come back short)."""
+    index = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    tenants = [f"t{i:02d}" for i in range(30)]
+    with SGAMStore.from_conn_string(target, index=index, retrieval={"mode": "vector"}) as store:
+        store.setup()
+        for tenant in tenants:
+            store.batch(
+                [
+                    PutOp((tenant, "u"), f"k{j}", {"text": f"{tenant} note {j} about travel"})
+                    for j in range(40)
+                ]
+            )
+        for tenant in tenants:
+            hits = store.search((tenant,), query="a note about travel", limit=10)
+            assert len(hits) == 10, tenant
+            assert {h.namespace[0] for h in hits} == {tenant}
+        assert len(rows(store, "SELECT fact_id FROM facts")) == 30 * 40

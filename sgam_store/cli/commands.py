@@ -34,7 +34,7 @@ from rich.table import Table
 
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
-from sgam_store.engines import is_postgres_target
+from sgam_store.engines import is_postgres_target, open_engine
 from sgam_store.harness import render
 from sgam_store.harness.baseline import DescriptionMemory
 from sgam_store.harness.render import fact_row, facts_table
@@ -49,6 +49,7 @@ from sgam_store.harness.scenario import (
     tally,
 )
 from sgam_store.ledger.episodes import Episode
+from sgam_store.lifecycle import transfer
 from sgam_store.read.embeddings import default_index
 from sgam_store.store import SGAMStore
 
@@ -619,6 +620,22 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return emit(args, f"backfill of {args.db}", report.to_dict())
 
 
+def cmd_copy(args: argparse.Namespace) -> int:
+    """Copy a whole store to an empty one, on the same or another engine."""
+    if not is_postgres_target(args.source) and not Path(args.source).is_file():
+        raise FileNotFoundError(f"no database at {args.source}")
+    source = open_engine(args.source, dims=None)
+    try:
+        target = open_engine(args.to, dims=transfer.vector_dims(source))
+        try:
+            counts = transfer.copy_store(source, target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    return emit(args, f"copied {args.source} to {args.to}", {"rows": counts})
+
+
 def add_lifecycle_commands(sub: Any) -> None:
     """retention, purge, stats, vacuum, backfill: each is one SGAMStore method."""
 
@@ -652,6 +669,13 @@ def add_lifecycle_commands(sub: Any) -> None:
         help="module or .py file that registers transforms (repeatable)",
     )
     backfill.add_argument("--batch-size", type=int, default=500)
+    copy = sub.add_parser(
+        "copy", help="copy a whole store, with its history, into an empty one (any engine)"
+    )
+    copy.add_argument("--from", dest="source", required=True, help="a database file or URI")
+    copy.add_argument("--to", required=True, help="an empty or new database file, or a URI")
+    copy.add_argument("--json", action="store_true", help="machine-readable output")
+    copy.set_defaults(func=cmd_copy)
 
 
 def build_parser() -> argparse.ArgumentParser:

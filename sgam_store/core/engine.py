@@ -106,6 +106,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
         {"erase", "purge", "purge_episode", "delete_vectors", "execute", "vacuum"}
     ),
     "stats": frozenset({"collect_stats"}),
+    "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
 }
 
 
@@ -122,6 +123,7 @@ class Engine(Protocol):
     backfill: Any
     erasure: Any
     stats: Any
+    transfer: Any
 
     def setup(self) -> None:
         """Create or upgrade the schema: idempotent, safe from several processes."""

@@ -34,6 +34,7 @@ from sgam_store.engines.postgres import (
     reads,
     retention,
     stats,
+    transfer,
     versions,
 )
 
@@ -85,6 +86,7 @@ class PostgresEngine:
     backfill = backfill
     erasure = erasure
     stats = stats
+    transfer = transfer  # whole-store export and import (sgam copy)
     filters = filters
 
     def __init__(

@@ -27,6 +27,7 @@ from sgam_store.engines.sqlite import (
     reads,
     retention,
     stats,
+    transfer,
     versions,
 )
 from sgam_store.engines.sqlite.vector_cache import VectorCache
@@ -49,6 +50,7 @@ class SQLiteEngine:
     backfill = backfill  # re-embedding
     erasure = erasure
     stats = stats
+    transfer = transfer  # whole-store export and import (sgam copy)
     filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
     def __init__(self, target: str | Any, *, dims: int | None = None) -> None:

@@ -1,0 +1,97 @@
+"""Whole-store export and import on SQLite, for `sgam copy` between engines.
+
+Rows travel in an engine-neutral shape per table (`TABLES`): the ledger's own columns,
+timestamps as stored text, keyword rows as (fact_id, tenant_id, body) and vectors as
+(fact_id, field, tenant_id, is_current, float32 bytes). What only SQLite has (keyword
+rowid slots, the vec0 owner table) is rebuilt on import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sgam_store.engines.sqlite import indexing
+from sgam_store.engines.sqlite.versions import COLUMNS
+
+# (table, columns) in an order that satisfies the foreign keys on import.
+TABLES: tuple[tuple[str, str], ...] = (
+    ("facts", COLUMNS),
+    (
+        "episodes",
+        "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
+        "occurred_at, recorded_at, retention_class",
+    ),
+    ("fact_sources", "fact_id, episode_id"),
+    ("ended_sessions", "tenant_id, thread_id, ended_at"),
+    (
+        "backfill_log",
+        "fact_id, old_row_id, new_row_id, from_version, to_version, transforms, backfilled_at",
+    ),
+    (
+        "memory_candidates",
+        "candidate_id, tenant_id, subject, attribute, value, similarity_key, memory_type, "
+        "reason, status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, "
+        "promoted_by, promoted_at",
+    ),
+    ("candidate_support", "candidate_id, episode_id, payload, confidence, recorded_at"),
+    ("episode_extractions", "episode_id, extracted_at, extractor"),
+)
+_ORDER = {"facts": "row_id", "memory_candidates": "candidate_id", "backfill_log": "log_id"}
+BATCH = 1000
+
+
+def is_empty(conn: Any) -> bool:
+    """True when the store holds no fact and no episode (a safe copy target)."""
+    facts = conn.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
+    return not facts and not conn.execute("SELECT EXISTS (SELECT 1 FROM episodes)").fetchone()[0]
+
+
+def vector_dims(conn: Any) -> int | None:
+    """The vector table's dimensions, or None when the store has no vectors."""
+    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
+    return int(row[0]) if row else None
+
+
+def _batches(cur: Any) -> Iterator[list[tuple[Any, ...]]]:
+    while rows := cur.fetchmany(BATCH):
+        yield [tuple(r) for r in rows]
+
+
+def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of one neutral table, in batches (`TABLES`, "keywords" or "vectors")."""
+    if table == "keywords":
+        sql = (
+            f"SELECT k.rowid & {indexing.FACT_MASK}, t.tenant_id, k.body FROM fact_fts k "
+            f"JOIN tenants t ON t.slot = k.rowid >> {indexing.FACT_BITS} ORDER BY k.rowid"
+        )
+    elif table == "vectors":
+        if vector_dims(conn) is None:
+            return
+        sql = (
+            "SELECT vr.fact_id, vr.field, v.tenant_id, v.is_current, v.embedding "
+            "FROM vector_rows vr JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
+            "ORDER BY vr.vec_rowid"
+        )
+    else:
+        columns = dict(TABLES)[table]
+        order = _ORDER.get(table, "1")
+        sql = f"SELECT {columns} FROM {table} ORDER BY {order}"
+    yield from _batches(conn.execute(sql))
+
+
+def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Insert one batch of a neutral table's rows."""
+    if table == "keywords":
+        indexing.flush_keywords(cur, rows)
+    elif table == "vectors":
+        for fact_id, field, tenant, current, blob in rows:
+            indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
+    else:
+        columns = dict(TABLES)[table]
+        marks = ", ".join("?" * len(columns.split(",")))
+        cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+
+
+def finish(cur: Any) -> None:
+    """Nothing to do on SQLite: its row ids continue from the highest one."""

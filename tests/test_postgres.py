@@ -155,3 +155,16 @@ def test_a_tenant_scoped_vector_search_fills_its_page(target: str) -> None:
             assert len(hits) == 10, tenant
             assert {h.namespace[0] for h in hits} == {tenant}
         assert len(rows(store, "SELECT fact_id FROM facts")) == 30 * 40
+
+
+def test_a_server_restart_under_an_open_pool_is_survived(uri: str) -> None:
+    with SGAMStore.from_conn_string(uri) as store:
+        store.put(("acme", "mira"), "city", {"text": "Lima"})
+        if not pg.restart():
+            pytest.skip("SGAM_TEST_PG_URI names an outside server; it is not restarted")
+        store.put(("acme", "mira"), "city", {"text": "Quito"})  # the pool reconnects
+        assert store.get(("acme", "mira"), "city").value == {"text": "Quito"}
+        assert [f.value for f in store.history("acme", "mira", "city")] == [
+            {"text": "Lima"},
+            {"text": "Quito"},
+        ]

@@ -225,10 +225,12 @@ def replace_fact(
             append_version(tx, containing, valid_to=start)
     else:
         end, supersedes = _next_start(tx, ns, fact.attribute, start), None
-    created = _first_start(tx, ns, fact.attribute, start)
-    if created == start:
+    first = _first_created(tx, ns, fact.attribute)
+    created = min(first, start) if first else start
+    if first is not None and first > start:
         # A delayed fact that is now the key's first: created_at (Item.created_at, "the
         # key's first valid_from") is derived metadata, so believed versions follow it.
+        # A new key has no versions to update.
         tx.versions.move_created(tx.cur, ns, fact.attribute, start)
     expires = fact.expires_at
     if expires is None and ttl_minutes is not None:
@@ -302,12 +304,12 @@ def _claim(tx: Tx, value: Any, source: str, tenant_id: str, fact_recorded_at: st
     return Claim(value=value, source_episode_id=source, episode=episode, recorded_at=recorded)
 
 
-def _first_start(tx: Tx, ns: str, attribute: str, fallback: str) -> str:
+def _first_created(tx: Tx, ns: str, attribute: str) -> str | None:
+    """The earliest `created_at` among the key's believed versions (None: it has none)."""
     tail = tx.tails.get((ns, attribute))
     if tail is not None:
-        return min(tail.first_created, fallback) if tail.first_created else fallback
-    first = tx.versions.first_created(tx.cur, ns, attribute)
-    return min(first, fallback) if first else fallback
+        return tail.first_created
+    return tx.versions.first_created(tx.cur, ns, attribute)
 
 
 def close_fact(tx: Tx, ns: str, attribute: str, at: str | None = None) -> int | None:

@@ -123,12 +123,9 @@ class SQLiteEngine:
             raise
         return result
 
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
+    def reading(self) -> _Reading:
         """The connection, set up and locked, for one or more read statements."""
-        self.ensure_ready()
-        with self.lock:
-            yield self.conn
+        return _Reading(self)
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:
@@ -156,3 +153,21 @@ class SQLiteEngine:
     def close(self) -> None:
         if self.owns_connection:
             self.conn.close()
+
+
+class _Reading:
+    """`SQLiteEngine.reading()`: a plain class, not a generator, because every get enters
+    it and a generator-based context manager costs more than the rest of a get's Python."""
+
+    __slots__ = ("engine",)
+
+    def __init__(self, engine: SQLiteEngine) -> None:
+        self.engine = engine
+
+    def __enter__(self) -> Any:
+        self.engine.ensure_ready()
+        self.engine.lock.acquire()
+        return self.engine.conn
+
+    def __exit__(self, *exc: object) -> None:
+        self.engine.lock.release()

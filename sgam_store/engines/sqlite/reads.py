@@ -8,6 +8,7 @@ A read's scope arrives as plain pieces, first after the connection: `at` and `kn
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,17 +25,25 @@ KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 Hits = list[tuple[int, float]]  # (fact_id, score), best first
 
 
-def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
-    """SQL for "visible in the scope" over `facts f`, with its parameters."""
-    cond, params = visible(at, known_at, "f")
-    if at is None and known_at is None:
+@functools.cache
+def _scope_sql(has_at: bool, has_known_at: bool, has_tenant: bool) -> str:
+    """The scope's SQL text, which depends only on which parts are given (cached: every
+    get and search builds it)."""
+    cond, _ = visible("" if has_at else None, "" if has_known_at else None, "f")
+    if not has_at and not has_known_at:
         # An expired fact is stale even before the sweep closes it.
         cond += " AND (f.expires_at IS NULL OR f.expires_at > ?)"
+    return cond + (" AND f.tenant_id = ?" if has_tenant else "")
+
+
+def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
+    """SQL for "visible in the scope" over `facts f`, with its parameters."""
+    _, params = visible(at, known_at, "f")
+    if at is None and known_at is None:
         params = [*params, clock.utc_now()]
     if tenant is not None:
-        cond += " AND f.tenant_id = ?"
         params = [*params, tenant]
-    return cond, params
+    return _scope_sql(at is not None, known_at is not None, tenant is not None), params
 
 
 def _search_scope(
@@ -59,12 +68,16 @@ def get(
 ) -> FactRow | None:
     """The key's version visible in the scope (the latest start, should several be)."""
     cond, params = _scope(at, known_at, tenant)
-    row = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
-        " ORDER BY f.valid_from DESC LIMIT 1",
-        (namespace, key, *params),
-    ).fetchone()
+    row = conn.execute(_get_sql(cond), (namespace, key, *params)).fetchone()
     return None if row is None else FactRow._make(row)
+
+
+@functools.cache
+def _get_sql(cond: str) -> str:
+    return (
+        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
+        " ORDER BY f.valid_from DESC LIMIT 1"
+    )
 
 
 def listing(

@@ -286,6 +286,8 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
             )"""
         )
         cur.execute("CREATE INDEX fact_vectors_fact ON fact_vectors (fact_id)")
+        # An exact scan of one tenant's current vectors reads only those (reads.nearest).
+        cur.execute("CREATE INDEX fact_vectors_tenant ON fact_vectors (tenant_id) WHERE is_current")
         cur.execute(
             "CREATE INDEX fact_vectors_hnsw ON fact_vectors "
             "USING hnsw (embedding vector_cosine_ops) WHERE is_current"

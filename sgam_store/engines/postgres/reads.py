@@ -28,15 +28,17 @@ import numpy as np
 from sgam_store.core import clock, namespaces
 from sgam_store.core.models import FactRow
 from sgam_store.engines.postgres.filters import filter_sql
-from sgam_store.engines.postgres.predicates import current_sql, visible
+from sgam_store.engines.postgres.predicates import visible
 from sgam_store.engines.postgres.versions import F_COLUMNS
 
 EF_SEARCH_MIN = 40  # pgvector's default hnsw.ef_search
 EF_SEARCH_MAX = 1000  # pgvector's ceiling for hnsw.ef_search
-# A tenant with at most this many current facts is scanned exactly: one of many small
-# tenants is a sliver of the HNSW graph, which a walk would cross for ~40 ms (measured:
-# 1,000 tenants x 100 facts, 0.6 ms exact, and the walk still stopped short).
-TENANT_SCAN_MAX = 1000
+# A scope (a tenant, or all of them) with at most this many current vectors is scanned
+# exactly: recall 1.0, and cheaper than a filtered walk. Measured on this machine with
+# 384-d vectors (k = 64): a tenant's 2,000 in 2.1 ms, where the iterative HNSW walk over
+# 20,000 filtered to that tenant took 15 ms; all 20,000 in 11 ms, where an unfiltered walk
+# at ef_search 200 took 4 ms at recall 0.70 (random vectors: HNSW's worst case).
+EXACT_SCAN_MAX = 20_000
 # The store's text-search configuration, fixed when the schema was created; an InitPlan
 # evaluated once per statement, so the GIN index still applies.
 _CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regconfig"
@@ -204,28 +206,30 @@ def nearest(
 ) -> tuple[Hits, bool, bool]:
     """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
     has no more; and False (no k ceiling, so never capped). `current`: only current
-    facts' vectors, through the HNSW index; otherwise an exact scan."""
+    facts' vectors: exactly for a scope of up to EXACT_SCAN_MAX, else through the HNSW
+    index; otherwise (point-in-time searches) an exact scan."""
     vec = _vector(query_vec)
     if not current:
         found = _scan(conn, vec, n, tenant)
-    elif tenant is not None and _small(conn, tenant):
-        found = _tenant_scan(conn, vec, n, tenant)
+    elif _small(conn, tenant):
+        found = _current_scan(conn, vec, n, tenant)
     else:
         found = _walk(conn, vec, n, tenant)
-        if tenant is not None and len(found) < n:
-            # The walk stops after hnsw.max_scan_tuples, possibly before the tenant's
-            # vectors run out: its current vectors, scanned exactly, answer instead.
-            found = _tenant_scan(conn, vec, n, tenant)
+        if len(found) < n:
+            # The walk stops after hnsw.max_scan_tuples, possibly before the scope's
+            # vectors run out: an exact scan answers instead.
+            found = _current_scan(conn, vec, n, tenant)
     hits = sorted(((fid, 1.0 - d) for fid, d in found), key=lambda h: (-h[1], h[0]))
     return hits, len(found) < n, False
 
 
-def _small(conn: Any, tenant: str) -> bool:
-    """Whether the tenant has at most TENANT_SCAN_MAX current facts (a bounded count)."""
+def _small(conn: Any, tenant: str | None) -> bool:
+    """Whether the scope has at most EXACT_SCAN_MAX current vectors (a bounded count)."""
+    where = "is_current" + (" AND tenant_id = %s" if tenant is not None else "")
+    params = (EXACT_SCAN_MAX, *([tenant] if tenant is not None else []), EXACT_SCAN_MAX + 1)
     return conn.execute(
-        f"SELECT count(*) <= %s FROM (SELECT 1 FROM facts f WHERE f.tenant_id = %s "
-        f"AND {current_sql('f')} LIMIT %s) AS t",
-        (TENANT_SCAN_MAX, tenant, TENANT_SCAN_MAX + 1),
+        f"SELECT count(*) <= %s FROM (SELECT 1 FROM fact_vectors WHERE {where} LIMIT %s) AS t",
+        params,
     ).fetchone()[0]
 
 
@@ -236,7 +240,7 @@ def _walk(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, fl
     params: list[Any] = [vec]
     if tenant is not None:
         sql, params = sql + " AND tenant_id = %s", [*params, tenant]
-    ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, n))
+    ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, 4 * n))
     with conn.transaction():
         conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -256,15 +260,15 @@ def _scan(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, fl
     return conn.execute(f"{sql} ORDER BY d LIMIT %s", (*params, n)).fetchall()
 
 
-def _tenant_scan(conn: Any, vec: str, n: int, tenant: str) -> list[tuple[int, float]]:
-    """A tenant's current vectors exactly, reached through its current facts. MATERIALIZED
-    keeps the planner from ordering by the HNSW index (the walk that stopped short)."""
+def _current_scan(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, float]]:
+    """The scope's current vectors, exactly. The sort is over a subquery's output, which
+    keeps the planner from ordering by the HNSW index (the walk a small scope avoids)."""
+    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors WHERE is_current"
+    params: list[Any] = [vec]
+    if tenant is not None:
+        sql, params = sql + " AND tenant_id = %s", [*params, tenant]
     return conn.execute(
-        "WITH t AS MATERIALIZED (SELECT v.fact_id, v.embedding FROM facts f "
-        "JOIN fact_vectors v ON v.fact_id = f.fact_id AND v.is_current "
-        f"WHERE f.tenant_id = %s AND {current_sql('f')}) "
-        "SELECT fact_id, embedding <=> %s::vector AS d FROM t ORDER BY d LIMIT %s",
-        (tenant, vec, n),
+        f"SELECT fact_id, d FROM ({sql} OFFSET 0) AS scope ORDER BY d LIMIT %s", (*params, n)
     ).fetchall()
 
 

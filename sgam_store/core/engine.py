@@ -15,6 +15,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
+from sgam_store.core.models import FactRow
+
 T = TypeVar("T")
 
 STATEMENTS: dict[str, frozenset[str]] = {
@@ -108,6 +110,29 @@ STATEMENTS: dict[str, frozenset[str]] = {
     "stats": frozenset({"collect_stats"}),
     "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
 }
+
+
+# The neutral tables `engine.transfer` exports and imports (`sgam copy`), in an order
+# that satisfies the foreign keys, with their columns; every engine stores them under
+# these names. Index rows travel as "keywords" (fact_id, tenant_id, body) and "vectors"
+# (fact_id, field, tenant_id, is_current, float32 bytes), which each engine keeps its way.
+TRANSFER_COLUMNS: dict[str, str] = {
+    "facts": ", ".join(FactRow._fields),
+    "episodes": "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
+    "occurred_at, recorded_at, retention_class",
+    "fact_sources": "fact_id, episode_id",
+    "ended_sessions": "tenant_id, thread_id, ended_at",
+    "backfill_log": "fact_id, old_row_id, new_row_id, from_version, to_version, transforms, "
+    "backfilled_at",
+    "memory_candidates": "candidate_id, tenant_id, subject, attribute, value, similarity_key, "
+    "memory_type, reason, status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, "
+    "promoted_by, promoted_at",
+    "candidate_support": "candidate_id, episode_id, payload, confidence, recorded_at",
+    "episode_extractions": "episode_id, extracted_at, extractor",
+}
+# How each table is read out, so a copy is written in its original order.
+TRANSFER_ORDER = {"facts": "row_id", "memory_candidates": "candidate_id", "backfill_log": "log_id"}
+TRANSFER_TABLES = (*TRANSFER_COLUMNS, "keywords", "vectors")
 
 
 class Engine(Protocol):

@@ -11,21 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.core.engine import TRANSFER_TABLES
 from sgam_store.core.errors import ConfigurationError
-
-# Foreign keys decide the order: facts and episodes before what refers to them.
-TABLES = (
-    "facts",
-    "episodes",
-    "fact_sources",
-    "ended_sessions",
-    "backfill_log",
-    "memory_candidates",
-    "candidate_support",
-    "episode_extractions",
-    "keywords",
-    "vectors",
-)
 
 
 def vector_dims(engine: Any) -> int | None:
@@ -40,11 +27,11 @@ def copy_store(source: Any, target: Any) -> dict[str, int]:
     with target.reading() as conn:
         if not target.transfer.is_empty(conn):
             raise ConfigurationError("the target store is not empty; copy into a new one")
-    counts = dict.fromkeys(TABLES, 0)
+    counts = dict.fromkeys(TRANSFER_TABLES, 0)
 
     def body(cur: Any) -> None:
         with source.snapshot() as conn:
-            for table in TABLES:
+            for table in TRANSFER_TABLES:
                 for rows in source.transfer.export_rows(conn, table):
                     target.transfer.load_rows(cur, table, rows)
                     counts[table] += len(rows)

@@ -11,32 +11,9 @@ from typing import Any
 
 import numpy
 
+from sgam_store.core.engine import TRANSFER_COLUMNS, TRANSFER_ORDER
 from sgam_store.engines.postgres import indexing
-from sgam_store.engines.postgres.versions import COLUMNS
 
-TABLES: tuple[tuple[str, str], ...] = (
-    ("facts", COLUMNS),
-    (
-        "episodes",
-        "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
-        "occurred_at, recorded_at, retention_class",
-    ),
-    ("fact_sources", "fact_id, episode_id"),
-    ("ended_sessions", "tenant_id, thread_id, ended_at"),
-    (
-        "backfill_log",
-        "fact_id, old_row_id, new_row_id, from_version, to_version, transforms, backfilled_at",
-    ),
-    (
-        "memory_candidates",
-        "candidate_id, tenant_id, subject, attribute, value, similarity_key, memory_type, "
-        "reason, status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, "
-        "promoted_by, promoted_at",
-    ),
-    ("candidate_support", "candidate_id, episode_id, payload, confidence, recorded_at"),
-    ("episode_extractions", "episode_id, extracted_at, extractor"),
-)
-_ORDER = {"facts": "row_id", "memory_candidates": "candidate_id", "backfill_log": "log_id"}
 BATCH = 1000
 
 
@@ -55,7 +32,7 @@ def vector_dims(conn: Any) -> int | None:
 
 
 def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
-    """The rows of one neutral table, in batches (`TABLES`, "keywords" or "vectors")."""
+    """The rows of one neutral table (`core.engine.TRANSFER_TABLES`), in batches."""
     if table == "keywords":
         sql = "SELECT fact_id, tenant_id, body FROM fact_keywords ORDER BY fact_id"
     elif table == "vectors":
@@ -66,7 +43,8 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
             "ORDER BY vec_id"
         )
     else:
-        sql = f"SELECT {dict(TABLES)[table]} FROM {table} ORDER BY {_ORDER.get(table, '1')}"
+        order = TRANSFER_ORDER.get(table, "1")
+        sql = f"SELECT {TRANSFER_COLUMNS[table]} FROM {table} ORDER BY {order}"
     with conn.cursor() as cur:
         cur.execute(sql)
         while rows := cur.fetchmany(BATCH):
@@ -88,7 +66,7 @@ def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
         for fact_id, field, tenant, current, blob in rows:
             indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
     else:
-        columns = dict(TABLES)[table]
+        columns = TRANSFER_COLUMNS[table]
         marks = ", ".join(["%s"] * len(columns.split(",")))
         cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 

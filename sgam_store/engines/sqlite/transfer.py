@@ -1,9 +1,9 @@
 """Whole-store export and import on SQLite, for `sgam copy` between engines.
 
-Rows travel in an engine-neutral shape per table (`TABLES`): the ledger's own columns,
-timestamps as stored text, keyword rows as (fact_id, tenant_id, body) and vectors as
-(fact_id, field, tenant_id, is_current, float32 bytes). What only SQLite has (keyword
-rowid slots, the vec0 owner table) is rebuilt on import.
+Rows travel in the neutral shapes of `core.engine.TRANSFER_TABLES`: timestamps as stored
+text, keyword rows as (fact_id, tenant_id, body), vectors as (fact_id, field, tenant_id,
+is_current, float32 bytes). What only SQLite has (keyword rowid slots, the vec0 owner
+table) is rebuilt on import.
 """
 
 from __future__ import annotations
@@ -11,33 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from sgam_store.core.engine import TRANSFER_COLUMNS, TRANSFER_ORDER
 from sgam_store.engines.sqlite import indexing
-from sgam_store.engines.sqlite.versions import COLUMNS
 
 # (table, columns) in an order that satisfies the foreign keys on import.
-TABLES: tuple[tuple[str, str], ...] = (
-    ("facts", COLUMNS),
-    (
-        "episodes",
-        "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
-        "occurred_at, recorded_at, retention_class",
-    ),
-    ("fact_sources", "fact_id, episode_id"),
-    ("ended_sessions", "tenant_id, thread_id, ended_at"),
-    (
-        "backfill_log",
-        "fact_id, old_row_id, new_row_id, from_version, to_version, transforms, backfilled_at",
-    ),
-    (
-        "memory_candidates",
-        "candidate_id, tenant_id, subject, attribute, value, similarity_key, memory_type, "
-        "reason, status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, "
-        "promoted_by, promoted_at",
-    ),
-    ("candidate_support", "candidate_id, episode_id, payload, confidence, recorded_at"),
-    ("episode_extractions", "episode_id, extracted_at, extractor"),
-)
-_ORDER = {"facts": "row_id", "memory_candidates": "candidate_id", "backfill_log": "log_id"}
 BATCH = 1000
 
 
@@ -59,7 +36,7 @@ def _batches(cur: Any) -> Iterator[list[tuple[Any, ...]]]:
 
 
 def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
-    """The rows of one neutral table, in batches (`TABLES`, "keywords" or "vectors")."""
+    """The rows of one neutral table (`core.engine.TRANSFER_TABLES`), in batches."""
     if table == "keywords":
         sql = (
             f"SELECT k.rowid & {indexing.FACT_MASK}, t.tenant_id, k.body FROM fact_fts k "
@@ -74,8 +51,8 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
             "ORDER BY vr.vec_rowid"
         )
     else:
-        columns = dict(TABLES)[table]
-        order = _ORDER.get(table, "1")
+        columns = TRANSFER_COLUMNS[table]
+        order = TRANSFER_ORDER.get(table, "1")
         sql = f"SELECT {columns} FROM {table} ORDER BY {order}"
     yield from _batches(conn.execute(sql))
 
@@ -88,7 +65,7 @@ def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
         for fact_id, field, tenant, current, blob in rows:
             indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
     else:
-        columns = dict(TABLES)[table]
+        columns = TRANSFER_COLUMNS[table]
         marks = ", ".join("?" * len(columns.split(",")))
         cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 

@@ -37,7 +37,7 @@ def base_uri() -> str:
             # New databases copy template1: with the extensions there, each test database
             # starts with them (setup() still creates them where they are missing).
             with psycopg.connect(with_database(_base_uri, "template1"), autocommit=True) as c:
-                for extension in ("vector", "btree_gist", "btree_gin"):
+                for extension in ("vector", "btree_gist"):
                     c.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
     return _base_uri
 

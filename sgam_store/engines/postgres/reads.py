@@ -19,6 +19,7 @@ What differs from SQLite, and why:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -223,14 +224,28 @@ def nearest(
     return hits, len(found) < n, False
 
 
+# Whether a scope is small, remembered for SMALL_TTL_S per server and tenant: the bounded
+# count costs 2 ms for a tenant and 5 ms across 20,000 vectors (measured), as much as the
+# scan it decides on. A stale answer costs time, never results: the walk falls back to
+# the exact scan when it comes back short.
+SMALL_TTL_S = 10.0
+_small_seen: dict[tuple[str, str | None], tuple[float, bool]] = {}
+
+
 def _small(conn: Any, tenant: str | None) -> bool:
     """Whether the scope has at most EXACT_SCAN_MAX current vectors (a bounded count)."""
+    key = (conn.info.dsn, tenant)
+    seen = _small_seen.get(key)
+    if seen is not None and time.monotonic() - seen[0] < SMALL_TTL_S:
+        return seen[1]
     where = "is_current" + (" AND tenant_id = %s" if tenant is not None else "")
     params = (EXACT_SCAN_MAX, *([tenant] if tenant is not None else []), EXACT_SCAN_MAX + 1)
-    return conn.execute(
+    small = conn.execute(
         f"SELECT count(*) <= %s FROM (SELECT 1 FROM fact_vectors WHERE {where} LIMIT %s) AS t",
         params,
     ).fetchone()[0]
+    _small_seen[key] = (time.monotonic(), small)
+    return small
 
 
 def _walk(conn: Any, vec: str, n: int, tenant: str | None) -> list[tuple[int, float]]:
@@ -343,12 +358,13 @@ def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQue
 
 def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     """The `n` best (fact_id, score) of `query` by ts_rank_cd, keyword ranking alone;
-    score = r / (1 + r) in [0, 1), higher is better."""
-    sql = (
-        "SELECT k.fact_id, ts_rank_cd(k.tsv, q) AS r "
-        f"FROM fact_keywords k, to_tsquery({_CONFIG}, %s) q WHERE k.tsv @@ q"
-    )
-    params: list[Any] = [query.tsquery]
+    score = r / (1 + r) in [0, 1), higher is better. The tsquery is an expression of the
+    WHERE clause, not a joined function: joined, the planner filtered a sequential scan
+    instead of reading the GIN index (3.4 ms against 0.3 ms for a tenant, measured)."""
+    tsquery = f"to_tsquery({_CONFIG}, %s)"
+    sql = f"SELECT k.fact_id, ts_rank_cd(k.tsv, {tsquery}) AS r FROM fact_keywords k "
+    sql += f"WHERE k.tsv @@ {tsquery}"
+    params: list[Any] = [query.tsquery, query.tsquery]
     if query.tenant is not None:
         sql, params = sql + " AND k.tenant_id = %s", [*params, query.tenant]
     found = conn.execute(f"{sql} ORDER BY r DESC, k.fact_id LIMIT %s", (*params, n)).fetchall()

@@ -56,9 +56,18 @@ BATCH = 100
 TOP_K = 10
 
 SGAM, SQLITE, MEMORY, POSTGRES = "SGAMStore", "SqliteStore", "InMemoryStore", "PostgresStore"
+# PostgresStore without a vector index: it sorts every row in scope, so its recall is exact,
+# like SGAM's, and the search ratios compare equal answers.
+POSTGRES_FLAT = "PostgresStore flat"
 SGAM_VECTOR = "SGAMStore retrieval=vector"  # a second handle on SGAM's file, for searches only
 VECTOR_ROW = ", SGAM retrieval=vector"
-STORE_KEYS = {"sgam": SGAM, "sqlite": SQLITE, "memory": MEMORY, "postgres": POSTGRES}
+STORE_KEYS = {
+    "sgam": SGAM,
+    "sqlite": SQLITE,
+    "memory": MEMORY,
+    "postgres": POSTGRES,
+    "postgres-flat": POSTGRES_FLAT,
+}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -305,14 +314,19 @@ def open_sqlite(directory: Path, embedder: Embeddings, stock_pragmas: bool) -> C
     return Contender(SQLITE, store, conn.close, [path])
 
 
-def open_postgres(uri: str, embedder: Embeddings) -> Contender:
-    """LangGraph's PostgresStore with its default pgvector index (HNSW), on `uri`."""
+def open_postgres(uri: str, embedder: Embeddings, flat: bool = False) -> Contender:
+    """LangGraph's PostgresStore on `uri`: with its default pgvector index (HNSW), or with
+    none (`flat`: exact search)."""
     from langgraph.store.postgres import PostgresStore
 
-    opened = PostgresStore.from_conn_string(uri, index=index_config(embedder))  # type: ignore[arg-type]
+    index: dict[str, Any] = index_config(embedder)
+    if flat:
+        index["ann_index_config"] = {"kind": "flat"}
+    opened = PostgresStore.from_conn_string(uri, index=index)  # type: ignore[arg-type]
     store = opened.__enter__()
     store.setup()
-    return Contender(POSTGRES, store, lambda: opened.__exit__(None, None, None))
+    name = POSTGRES_FLAT if flat else POSTGRES
+    return Contender(name, store, lambda: opened.__exit__(None, None, None))
 
 
 class Databases:
@@ -466,6 +480,7 @@ def run_size(
             SQLITE: lambda: open_sqlite(directory, embedder, args.stock_sqlite_pragmas),
             MEMORY: lambda: open_memory(embedder),
             POSTGRES: lambda: open_postgres(args.databases.fresh(), embedder),
+            POSTGRES_FLAT: lambda: open_postgres(args.databases.fresh(), embedder, flat=True),
         }
         contenders = [openers[name]() for name in args.stores]
         stores = {c.name: c.store for c in contenders}
@@ -621,7 +636,7 @@ def _ratio(op: dict[str, Any], peer: str) -> str:
 
 def format_table(results: dict[str, Any], stores: list[str]) -> str:
     """One row per operation: medians per store, then peer/SGAM time ratios."""
-    peers = [s for s in (SQLITE, POSTGRES, MEMORY) if s in stores and SGAM in stores]
+    peers = [s for s in (SQLITE, POSTGRES, POSTGRES_FLAT, MEMORY) if s in stores and SGAM in stores]
     header = ["operation (median)", *stores, *(f"{p}/SGAM" for p in peers)]
     lines = [header]
     for row in ROWS:
@@ -705,7 +720,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--stores",
         default="sgam,sqlite,memory",
-        help="comma list of sgam,sqlite,postgres,memory (default: sgam,sqlite,memory)",
+        help="comma list of sgam,sqlite,postgres,postgres-flat,memory (default: "
+        "sgam,sqlite,memory); postgres-flat is PostgresStore with exact vector search",
     )
     parser.add_argument(
         "--engine",
@@ -737,7 +753,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"unknown store(s) {unknown}; choose from {sorted(STORE_KEYS)}")
     args.stores = [STORE_KEYS[s] for s in names]
     args.sizes = args.size or ([20_000] if args.quick else [20_000, 100_000])
-    needs_server = args.engine == "postgres" or POSTGRES in args.stores
+    needs_server = args.engine == "postgres" or {POSTGRES, POSTGRES_FLAT} & set(args.stores)
     args.databases = Databases(args.pg_uri) if needs_server else None
     unit = TENANTS * ATTRIBUTES
     if any(n <= 0 or n % unit for n in args.sizes):

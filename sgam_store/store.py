@@ -44,6 +44,7 @@ from sgam_store.lifecycle import retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
 from sgam_store.read import search
+from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
 from sgam_store.read.search import Scope
@@ -102,6 +103,7 @@ class SGAMStore(BaseStore):
     __slots__ = (
         "_cache",
         "_ranker",
+        "_reads",
         "_spec",
         "default_source",
         "embeddings",
@@ -146,6 +148,7 @@ class SGAMStore(BaseStore):
         self.facts = FactWriter(
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
+        self._reads = GetCoalescer(self.execute)
 
     @property
     def conn(self) -> Any:
@@ -196,8 +199,16 @@ class SGAMStore(BaseStore):
         return self.execute(list(ops), CURRENT)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Runs `batch` in a worker thread: SQLite never blocks the event loop."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        return await self.aexecute(list(ops), CURRENT)
+
+    async def aexecute(
+        self, ops: list[Op], scope: Scope, *, read_only: bool = False
+    ) -> list[Result]:
+        """`execute` in a worker thread, so the engine never blocks the event loop; reads
+        arriving together share one hop and one statement (read/coalesce.py)."""
+        if only_gets(ops):
+            return await self._reads.submit(ops, scope)
+        return await asyncio.to_thread(self.execute, ops, scope, read_only=read_only)
 
     def execute(self, ops: Sequence[Op], scope: Scope, *, read_only: bool = False) -> list[Result]:
         """Validate all ops, then run reads (seeing the state before this batch's writes)
@@ -217,8 +228,17 @@ class SGAMStore(BaseStore):
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
         with self.engine.snapshot() if many else self.engine.reading() as conn:
+            gets = [i for i in reads if isinstance(ops[i], GetOp)]
+            if len(gets) > 1:  # one statement for them all
+                found = search.get_many(self.engine, conn, scope, [ops[i] for i in gets])
+                results_of = dict(zip(gets, found, strict=True))
+            else:
+                results_of = {}
             for i in reads:
-                results[i] = self._read(conn, scope, ops[i], queries.get(i))
+                if i in results_of:
+                    results[i] = results_of[i]
+                else:
+                    results[i] = self._read(conn, scope, ops[i], queries.get(i))
         self._refresh_ttl(ops, results, scope)
         if puts:
             self.facts.run(lambda tx: self._apply_puts(tx, puts))

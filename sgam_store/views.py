@@ -56,9 +56,10 @@ class View(BaseStore):
         return [self._from_store(op, r) for op, r in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        import asyncio
-
-        return await asyncio.to_thread(self.batch, list(ops))
+        ops = list(ops)
+        absolute = [self._to_store(op) for op in ops]
+        results = await self.store.aexecute(absolute, self.scope, read_only=self.read_only)
+        return [self._from_store(op, r) for op, r in zip(ops, results, strict=True)]
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> View:
         at = clock.normalize(valid_at)

@@ -16,16 +16,18 @@ from sgam_store import SGAMStore
 from sgam_store.core.schema_migration import REGISTRY
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
     """Run every `async def` test on asyncio through anyio's plugin.
 
-    anyio's plugin ships with anyio (already a dependency); pytest-asyncio would warn
-    on stderr in directories without our pytest config, which breaks tools that read
-    pytest's last line (the LangGraph peer suite runner).
+    The mark goes on at collection, before anyio's own hook reads it, so the test asks for
+    `anyio_backend` like any fixture and keeps the `engine` parametrization; marked later,
+    anyio rebuilds the item with its backend alone. anyio's plugin ships with anyio (already
+    a dependency); pytest-asyncio would warn on stderr in directories without our pytest
+    config, which breaks tools that read pytest's last line (the LangGraph peer suite runner).
     """
-    for item in items:
-        if inspect.iscoroutinefunction(getattr(item, "function", None)):
-            item.add_marker(pytest.mark.anyio)
+    if inspect.iscoroutinefunction(obj) and name.startswith("test"):
+        pytest.mark.anyio(obj)
 
 
 @pytest.fixture
@@ -69,7 +71,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     `ENGINES = ("sqlite", "postgres")` gets its `engine` fixture (and so `store`, `vstore`
     and `target`) parametrized over them; a test marked `sqlite_only` (it inspects the
     SQLite file itself) stays on SQLite."""
-    if "engine" not in metafunc.fixturenames or inspect.iscoroutinefunction(metafunc.function):
+    if "engine" not in metafunc.fixturenames:
         return  # async tests stay on SQLite: anyio's own parametrization clashes with ours
     engines = getattr(metafunc.module, "ENGINES", ("sqlite",))
     if metafunc.definition.get_closest_marker("sqlite_only"):

@@ -48,6 +48,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
     "reads": frozenset(
         {
             "get",
+            "get_many",
             "listing",
             "admitted",
             "rows_by_id",

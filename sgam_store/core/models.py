@@ -6,6 +6,7 @@ who said it, which tenant, what it replaced, how long to keep).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -110,6 +111,20 @@ class FactRow(NamedTuple):
     expires_at: str | None
     ttl_minutes: float | None
     decided_by: str | None
+
+
+StoredKey = tuple[str, str]  # (namespace as stored text, attribute)
+
+
+def latest_per_key(rows: Iterable[FactRow]) -> dict[StoredKey, FactRow]:
+    """Per (namespace, attribute), the row with the latest valid start: what `get` picks
+    should several versions be visible."""
+    best: dict[StoredKey, FactRow] = {}
+    for row in rows:
+        key = (row.namespace, row.attribute)
+        if key not in best or row.valid_from > best[key].valid_from:
+            best[key] = row
+    return best
 
 
 class Fact(BaseModel):

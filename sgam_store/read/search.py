@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
 from sgam_store.core import namespaces, schema_migration
 from sgam_store.core.models import FactRow
@@ -100,6 +100,13 @@ def get(engine: Any, conn: Any, scope: Scope, namespace: tuple[str, ...], key: s
         conn, scope.at, scope.known_at, scope.tenant, namespaces.to_text(namespace), key
     )
     return to_item(row) if row else None
+
+
+def get_many(engine: Any, conn: Any, scope: Scope, ops: Sequence[GetOp]) -> list[Item | None]:
+    """Many gets in one statement (coalesced async reads)."""
+    keys = [(namespaces.to_text(op.namespace), op.key) for op in ops]
+    rows = engine.reads.get_many(conn, scope.at, scope.known_at, scope.tenant, keys)
+    return [to_item(rows[k]) if k in rows else None for k in keys]
 
 
 def tenant_of(scope: Scope, op: SearchOp) -> str | None:

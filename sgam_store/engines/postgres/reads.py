@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sgam_store.core import clock, namespaces
-from sgam_store.core.models import FactRow
+from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.postgres.filters import filter_sql
 from sgam_store.engines.postgres.predicates import visible
 from sgam_store.engines.postgres.versions import F_COLUMNS
@@ -99,6 +99,20 @@ def get(
         (namespace, key, *params),
     ).fetchone()
     return None if row is None else FactRow._make(row)
+
+
+def get_many(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, keys: list[StoredKey]
+) -> dict[StoredKey, FactRow]:
+    """`get` for many (namespace, key) pairs in one statement: absent keys are missing."""
+    cond, params = _scope(at, known_at, tenant)
+    distinct = list(dict.fromkeys(keys))
+    rows = conn.execute(
+        f"SELECT {F_COLUMNS} FROM unnest(%s::text[], %s::text[]) AS k(ns, attr) "
+        f"JOIN facts f ON f.namespace = k.ns AND f.attribute = k.attr WHERE {cond}",
+        ([ns for ns, _ in distinct], [a for _, a in distinct], *params),
+    ).fetchall()
+    return latest_per_key(FactRow._make(r) for r in rows)
 
 
 def listing(

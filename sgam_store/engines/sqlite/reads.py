@@ -9,12 +9,13 @@ A read's scope arrives as plain pieces, first after the connection: `at` and `kn
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sgam_store.core import clock, namespaces
-from sgam_store.core.models import FactRow
+from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
 from sgam_store.engines.sqlite.predicates import as_list, in_list, visible
@@ -70,6 +71,25 @@ def get(
     cond, params = _scope(at, known_at, tenant)
     row = conn.execute(_get_sql(cond), (namespace, key, *params)).fetchone()
     return None if row is None else FactRow._make(row)
+
+
+def get_many(
+    conn: Any, at: str | None, known_at: str | None, tenant: str | None, keys: list[StoredKey]
+) -> dict[StoredKey, FactRow]:
+    """`get` for many (namespace, key) pairs in one statement: absent keys are missing."""
+    cond, params = _scope(at, known_at, tenant)
+    pairs = json.dumps([list(k) for k in dict.fromkeys(keys)])
+    rows = conn.execute(_get_many_sql(cond), (pairs, *params))
+    return latest_per_key(FactRow._make(r) for r in rows)
+
+
+@functools.cache
+def _get_many_sql(cond: str) -> str:
+    # The pairs drive the join (CROSS JOIN keeps them outer): one index seek per key.
+    return (
+        f"SELECT {F_COLUMNS} FROM json_each(?) AS k CROSS JOIN facts f "
+        f"WHERE f.namespace = k.value ->> 0 AND f.attribute = k.value ->> 1 AND {cond}"
+    )
 
 
 @functools.cache

@@ -1,5 +1,5 @@
-"""An agent with hot-path memory: remember, correct, forget and recall tools, and the
-user's current facts in its system prompt on every model call.
+"""An agent with hot-path memory: remember, correct, forget and recall tools
+(`sgam_store.tools`), and the user's current facts in its system prompt on every model call.
 
     START -> capture -> respond <-> tools
                         respond -> schedule_memory -> END
@@ -27,23 +27,26 @@ from typing import Any, NotRequired
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime, get_runtime
 
-from graphs.manager import consolidation_config, episode_for
 from graphs.models import chat_model
 from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, forwarded_settings
-from graphs.scope import MemoryContext, ScopeError, require_store, resolve_scope, setting
 from sgam_store import (
     ConflictPolicy,
     ConsolidationConfig,
-    InvalidCandidateError,
-    InvalidTimestampError,
     MemorySchema,
-    consolidate,
-    normalize_attribute,
+)
+from sgam_store.tools import (
+    MemoryContext,
+    ScopeError,
+    episode_for,
+    memory_tools,
+    require_store,
+    resolve_scope,
+    setting,
 )
 
 logger = logging.getLogger(__name__)
@@ -63,154 +66,6 @@ Scheduler = LocalMemoryScheduler | ServerMemoryScheduler
 
 class AgentState(MessagesState):
     episode_id: NotRequired[str | None]  # the turn's user message, as a recorded episode
-
-
-# ---------------------------------------------------------------- hot-path tools
-
-
-def memory_tools(
-    *,
-    schema: MemorySchema | None = None,
-    policy: ConflictPolicy | None = None,
-    consolidation: ConsolidationConfig | None = None,
-) -> list[BaseTool]:
-    """remember, correct, forget, recall_memory: scoped by the run, written by the service."""
-
-    def write(
-        runtime: ToolRuntime[Any, Any],
-        attribute: str,
-        value: Any,
-        evidence: str,
-        valid_from: str | None,
-        memory_type: str | None,
-        *,
-        correction: bool,
-    ) -> str:
-        scope = resolve_scope(runtime.config, runtime.context)
-        store = require_store(runtime.store)
-        episode_id = (runtime.state or {}).get("episode_id")
-        episode = episode_id and store.get_episode(episode_id, tenant_id=scope.tenant_id)
-        if not episode:
-            return "Not saved: this turn has no user message to cite as evidence."
-        try:
-            attr = normalize_attribute(attribute)
-        except InvalidCandidateError as exc:
-            return f"Not saved: {exc}"
-        current = store.fact_at(scope.tenant_id, scope.subject, attr)
-        if correction and current is None:
-            return f"Not saved: nothing is stored for {attr!r} to correct; use remember."
-        same = current is not None and current.value == value
-        change = "new" if current is None else ("no_change" if same else "update")
-        payload = {
-            "evidence": evidence,
-            "subject": scope.subject,
-            "attribute": attr,
-            "current_value": None if current is None else current.value,
-            "change": change,
-            "value": value,
-            "valid_from": valid_from or episode.occurred_at.isoformat(),
-            "memory_type": memory_type,
-            "confidence": 1.0,  # the user said it and asked for it: no recurrence needed
-        }
-        result = consolidate(
-            store,
-            [payload],
-            tenant_id=scope.tenant_id,
-            episode_id=episode.episode_id,
-            schema=schema,
-            policy=policy,
-            config=consolidation_config(consolidation, runtime.config, runtime.context),
-        )
-        if result.rejected:
-            return f"Not saved: {result.rejected[0].reason}"
-        if not result.written:
-            return f"Already stored: {scope.subject}.{attr} = {value!r}."
-        fact = result.written[0]
-        replaced = (
-            f"; it replaces fact {fact.supersedes_fact_id} ({current.value!r})"
-            if fact.supersedes_fact_id is not None and current is not None
-            else ""
-        )
-        return (
-            f"Saved {scope.subject}.{attr} = {fact.value!r} (fact {fact.fact_id}, "
-            f"source {fact.source_episode_id}){replaced}."
-        )
-
-    @tool(parse_docstring=True)
-    def remember(
-        attribute: str,
-        value: str,
-        evidence: str,
-        runtime: ToolRuntime[Any, Any],
-        valid_from: str | None = None,
-        memory_type: str | None = None,
-    ) -> str:
-        """Save a fact about the user to long-term memory now.
-
-        Use it when the user asks you to remember something, or states something the next
-        answers depend on (a preference, a deadline, a name).
-
-        Args:
-            attribute: What about the user, in snake_case, e.g. answer_style or passport_deadline.
-            value: The value to remember.
-            evidence: The user's exact words from their latest message that state it.
-            valid_from: When it starts to hold (ISO-8601 with Z), only if the user says so.
-            memory_type: Optional kind, e.g. preference, profile, task_state.
-        """
-        return write(runtime, attribute, value, evidence, valid_from, memory_type, correction=False)
-
-    @tool(parse_docstring=True)
-    def correct(
-        attribute: str,
-        value: str,
-        evidence: str,
-        runtime: ToolRuntime[Any, Any],
-        valid_from: str | None = None,
-    ) -> str:
-        """Correct a stored fact about the user now; the old value is kept as history.
-
-        Args:
-            attribute: The stored attribute to correct, in snake_case.
-            value: The corrected value.
-            evidence: The user's exact words from their latest message that correct it.
-            valid_from: When the new value starts to hold (ISO-8601 with Z), if the user says.
-        """
-        return write(runtime, attribute, value, evidence, valid_from, None, correction=True)
-
-    @tool(parse_docstring=True)
-    def forget(attribute: str, runtime: ToolRuntime[Any, Any]) -> str:
-        """Stop treating a fact about the user as current (history is kept).
-
-        Args:
-            attribute: The stored attribute to forget, in snake_case.
-        """
-        scope = resolve_scope(runtime.config, runtime.context)
-        store = require_store(runtime.store)
-        try:
-            attr = normalize_attribute(attribute)
-        except InvalidCandidateError as exc:
-            return f"Nothing forgotten: {exc}"
-        current = store.fact_at(scope.tenant_id, scope.subject, attr)
-        if current is None:
-            return f"Nothing is stored for {attr!r}."
-        store.delete(scope.namespace, attr)  # closes the open fact at now; history kept
-        return f"Forgot {scope.subject}.{attr} (fact {current.fact_id}, was {current.value!r})."
-
-    @tool(parse_docstring=True)
-    def recall_memory(runtime: ToolRuntime[Any, Any], as_of: str | None = None) -> str:
-        """Look up what long-term memory holds about the user, now or at a past instant.
-
-        Args:
-            as_of: An ISO-8601 instant with Z (e.g. 2026-06-02T00:00:00Z); omit for now.
-        """
-        scope = resolve_scope(runtime.config, runtime.context)
-        store = require_store(runtime.store)
-        try:
-            return store.recall(scope.tenant_id, subjects=[scope.subject], at=as_of).text
-        except InvalidTimestampError as exc:
-            return f"Cannot look that up: {exc}"
-
-    return [remember, correct, forget, recall_memory]
 
 
 # ---------------------------------------------------------------- the graph

@@ -15,31 +15,36 @@ Two forms:
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs.models import chat_model, model_label
-from graphs.scope import MemoryContext, MemoryScope, require_store, resolve_scope, setting
 from sgam_store import (
     ConflictPolicy,
     ConsolidationConfig,
     ConsolidationResult,
     Episode,
-    InvalidEpisodeError,
     MemorySchema,
     SGAMStore,
     consolidate,
     extract_candidates,
     is_extracted,
     sweep_candidates,
+)
+from sgam_store.tools import (
+    MemoryContext,
+    MemoryScope,
+    consolidation_config,
+    episode_for,
+    require_store,
+    resolve_scope,
+    user_messages,
 )
 
 
@@ -48,72 +53,7 @@ class ManagerState(MessagesState, total=False):
     memory_report: list[dict[str, Any]]  # per episode: written, held, promoted, rejected
 
 
-# ---------------------------------------------------------------- episodes of messages
-
-
-def episode_id_for(message: BaseMessage, scope: MemoryScope) -> str:
-    """A stable episode id for a user message, so the hot path and the manager share it."""
-    if message.id:
-        return f"msg:{message.id}"
-    digest = hashlib.sha256(
-        f"{scope.tenant_id}\x00{scope.thread_id}\x00{message.text}".encode()
-    ).hexdigest()[:32]
-    return f"msg:{uuid.UUID(digest)}"
-
-
-def episode_for(store: SGAMStore, scope: MemoryScope, message: BaseMessage) -> Episode:
-    """The message's episode: recorded now unless it already is (episodes are immutable)."""
-    episode_id = episode_id_for(message, scope)
-    found = store.get_episode(episode_id, tenant_id=scope.tenant_id)
-    if found is not None:
-        return found
-    try:
-        return store.record_episode(
-            scope.tenant_id,
-            message.text,
-            source_kind="user_message",
-            speaker=scope.user_id,
-            thread_id=scope.thread_id,
-            metadata={"message_id": message.id} if message.id else {},
-            episode_id=episode_id,
-        )
-    except InvalidEpisodeError:  # recorded meanwhile by another run of the same thread
-        found = store.get_episode(episode_id, tenant_id=scope.tenant_id)
-        if found is None:
-            raise
-        return found
-
-
-def user_messages(messages: Sequence[AnyMessage]) -> list[BaseMessage]:
-    return [m for m in messages if m.type == "human" and m.text.strip()]
-
-
 # ---------------------------------------------------------------- the manager's steps
-
-
-def consolidation_config(
-    base: ConsolidationConfig | None, config: RunnableConfig | None, context: Any
-) -> ConsolidationConfig:
-    """The builder's consolidation settings, overridden per run by configuration keys."""
-    cfg = base or ConsolidationConfig()
-
-    def get(name: str, cast: Callable[[Any], Any], default: Any) -> Any:
-        value = setting(name, config, context)
-        return default if value is None else cast(value)
-
-    return ConsolidationConfig(
-        min_confidence=get("min_confidence", float, cfg.min_confidence),
-        recurrence=get("recurrence", int, cfg.recurrence),
-        repeat_memory_types=get("repeat_memory_types", _names, cfg.repeat_memory_types),
-        repeat_attributes=get("repeat_attributes", _names, cfg.repeat_attributes),
-        candidate_ttl=cfg.candidate_ttl,
-    )
-
-
-def _names(value: Any) -> frozenset[str]:
-    """A list of names, or one name, or a comma-separated string of names (env, Studio)."""
-    items = value.split(",") if isinstance(value, str) else value
-    return frozenset(str(v).strip() for v in items if str(v).strip())
 
 
 def pending_episodes(

@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from graphs import scripted
-from graphs.scope import setting
+from sgam_store.tools import setting
 
 SCRIPTED = "scripted:"
 

@@ -32,9 +32,8 @@ from typing import Any, Literal
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from graphs.manager import user_messages
-from graphs.scope import MemoryScope, setting
 from sgam_store import SGAMStore
+from sgam_store.tools import MemoryScope, setting, user_messages
 
 # Settings of the agent's run that its background manager run inherits.
 FORWARDED = (

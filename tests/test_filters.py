@@ -1,10 +1,14 @@
 """Filters match stored values the way LangGraph's InMemoryStore does: nested objects by
 value whatever their key order, partial objects as subsets, lists element by element,
-operators at any depth. Checked against InMemoryStore itself on generated values."""
+operators at any depth. Checked against InMemoryStore itself on generated values, on
+every engine: current and `as_of` searches, which PostgreSQL answers through different
+indexes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -13,18 +17,27 @@ from langgraph.store.memory import InMemoryStore
 
 from sgam_store import InvalidFilterError, SGAMStore
 
+from . import pg
+
+ENGINES = ("sqlite", "postgres")
+
 NESTED = {"nested": {"lvl": 2, "color": "red"}, "tags": ["a", {"k": 1, "j": 2}], "n": 5}
 
 
 @pytest.fixture
-def stores() -> Iterator[tuple[SGAMStore, InMemoryStore]]:
-    with SGAMStore.from_conn_string(":memory:") as sgam:
-        sgam.setup()
-        yield sgam, InMemoryStore()
+def stores(store: SGAMStore) -> Iterator[tuple[SGAMStore, InMemoryStore]]:
+    yield store, InMemoryStore()
 
 
-def keys(store, flt) -> list[str]:
-    return sorted(i.key for i in store.search(("acme",), filter=flt, limit=100))
+def open_sgam(engine: str) -> AbstractContextManager[SGAMStore]:
+    if engine == "sqlite":
+        return SGAMStore.from_conn_string(":memory:")
+    uri, schema = pg.fresh_schema()
+    return SGAMStore.from_conn_string(uri, schema=schema)
+
+
+def keys(store, flt, prefix=("acme",)) -> list[str]:
+    return sorted(i.key for i in store.search(prefix, filter=flt, limit=100))
 
 
 @pytest.mark.parametrize(
@@ -85,23 +98,29 @@ def subset_of(value):
     return values
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    docs=st.lists(st.dictionaries(labels, values, max_size=3), min_size=1, max_size=4),
-    data=st.data(),
-)
-def test_filters_agree_with_in_memory_store(docs, data) -> None:
-    flt = data.draw(subset_of(docs[data.draw(st.integers(0, len(docs) - 1))]))
-    if not isinstance(flt, dict):
-        flt = {"a": flt}
-    with SGAMStore.from_conn_string(":memory:") as sgam:
-        sgam.setup()
+def test_filters_agree_with_in_memory_store(engine: str) -> None:
+    @settings(max_examples=150 if engine == "sqlite" else 40, deadline=None)
+    @given(
+        docs=st.lists(st.dictionaries(labels, values, max_size=3), min_size=1, max_size=4),
+        data=st.data(),
+    )
+    def agree(docs, data) -> None:
+        flt = data.draw(subset_of(docs[data.draw(st.integers(0, len(docs) - 1))]))
+        if not isinstance(flt, dict):
+            flt = {"a": flt}
         memory = InMemoryStore()
-        for i, doc in enumerate(docs):
-            for store in (sgam, memory):
-                store.put(("acme", "s"), f"k{i}", doc)
-        try:
-            want = keys(memory, flt)
-        except (TypeError, ValueError):  # InMemoryStore's own errors (e.g. $gt on None)
-            return
-        assert keys(sgam, flt) == want
+        with open_sgam(engine) as sgam:
+            sgam.setup()
+            for i, doc in enumerate(docs):
+                for store in (sgam, memory):
+                    store.put(("acme", "s"), f"k{i}", doc)
+            try:
+                want = keys(memory, flt)
+            except (TypeError, ValueError):  # InMemoryStore's own errors (e.g. $gt on None)
+                return
+            assert keys(sgam, flt) == want
+            assert keys(sgam, flt, ()) == want  # across tenants
+            assert keys(sgam.for_tenant("acme"), flt, ()) == want
+            assert keys(sgam.as_of(datetime.now(UTC)), flt) == want
+
+    agree()

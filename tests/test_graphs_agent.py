@@ -9,10 +9,10 @@ import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.agent import build_agent, memory_tools
-from graphs.scope import ScopeError
+from graphs.agent import build_agent
 from graphs.scripted import ScriptedChatModel, call_tool, say
 from sgam_store import SGAMStore
+from sgam_store.tools import ScopeError, memory_tools
 
 
 def run_config(thread: str = "t1", **scope: Any) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from graphs.manager import build_memory_manager, memory_manager_node
-from graphs.scope import ScopeError
 from graphs.scripted import ScriptedChatModel, extract
 from sgam_store import SGAMStore
 from sgam_store.managers.consolidation import list_candidates
+from sgam_store.tools import ScopeError
 
 SCOPE = {"tenant_id": "acme", "user_id": "mira", "thread_id": "t1"}
 DEADLINE_TEXT = "My passport deadline is 2026-07-15."

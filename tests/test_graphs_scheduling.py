@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs.agent import build_agent
 from graphs.manager import build_memory_manager
 from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, memory_thread_id
-from graphs.scope import MemoryScope
 from graphs.scripted import ScriptedChatModel, extract, say
 from sgam_store import SGAMStore
+from sgam_store.tools import MemoryScope
 
 SCOPE = MemoryScope(tenant_id="acme", user_id="mira", thread_id="t1")
 CONFIG = {"configurable": {"thread_id": "t1", "tenant_id": "acme", "user_id": "mira"}}

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from graphs.scheduling import memory_thread_id
-from graphs.scope import MemoryScope
 from sgam_store import SGAMStore
+from sgam_store.tools import MemoryScope
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("langgraph_api")

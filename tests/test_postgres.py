@@ -16,6 +16,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 
 from sgam_store import ConfigurationError, ForeignDatabaseError, InvalidFactError, SGAMStore
+from sgam_store.engines.postgres import migrations
 from tests import pg
 from tests.db import rows, scalar
 
@@ -77,9 +78,27 @@ def test_setup_from_several_processes_at_once_migrates_once(uri: str) -> None:
     ]
     errors = [p.communicate(timeout=120)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errors
-    assert sql(uri, "SELECT value FROM sgam_meta WHERE key = 'schema_version'") == [("1",)]
+    assert sql(uri, "SELECT value FROM sgam_meta WHERE key = 'schema_version'") == [
+        (str(migrations.LATEST),)
+    ]
     assert sql(uri, "SELECT count(*) FROM facts") == [(4,)]
     assert sql(uri, "SELECT count(*) FROM fact_vectors") == [(4,)]
+
+
+def test_a_version_1_schema_is_upgraded_in_place_with_its_facts(uri: str) -> None:
+    with SGAMStore.from_conn_string(uri) as store:
+        store.put(("acme", "mira"), "pet", {"kind": "cat"})
+    sql(uri, "DROP INDEX facts_tenant_doc")
+    sql(uri, "UPDATE sgam_meta SET value = '1' WHERE key = 'schema_version'")
+    with SGAMStore.from_conn_string(uri) as store:
+        store.setup()
+        assert [i.key for i in store.search(("acme",), filter={"kind": "cat"})] == ["pet"]
+    assert sql(uri, "SELECT count(*) FROM pg_indexes WHERE indexname = 'facts_tenant_doc'") == [
+        (1,)
+    ]
+    assert sql(uri, "SELECT value FROM sgam_meta WHERE key = 'schema_version'") == [
+        (str(migrations.LATEST),)
+    ]
 
 
 def test_a_schema_holding_langgraphs_tables_is_refused_untouched(uri: str) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 import sgam_store
 import sgam_store.harness
+import sgam_store.tools
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "sgam_store"
@@ -47,6 +48,9 @@ PUBLIC = {
 }  # fmt: skip
 HARNESS = {"Answer", "DescriptionMemory", "Scenario", "Turn", "compare_modes", "generate",
            "load_scenario", "replay", "tally"}  # fmt: skip
+TOOLS = {"MemoryContext", "MemoryScope", "ScopeError", "consolidation_config", "episode_for",
+         "episode_id_for", "memory_tools", "require_store", "resolve_scope", "setting",
+         "user_messages"}  # fmt: skip
 # Layers below the adapter (sgam_store/store.py, sgam_store/views.py).
 BELOW_ADAPTER = ["core", "engines", "ledger", "read", "write", "lifecycle"]
 
@@ -55,10 +59,13 @@ def test_the_public_api_is_pinned() -> None:
     assert set(sgam_store.__all__) == PUBLIC
     assert len(sgam_store.__all__) == len(PUBLIC)  # no name listed twice
     assert set(sgam_store.harness.__all__) == HARNESS
+    assert set(sgam_store.tools.__all__) == TOOLS
     for name in PUBLIC:
         assert getattr(sgam_store, name) is not None
     for name in HARNESS:
         assert getattr(sgam_store.harness, name) is not None
+    for name in TOOLS:
+        assert getattr(sgam_store.tools, name) is not None
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:
@@ -77,7 +84,7 @@ OUTSIDE = sorted([*ROOT.glob("graphs/*.py"), *ROOT.glob("benchmarks/*.py")])
 
 @pytest.mark.parametrize("path", OUTSIDE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_graphs_and_benchmarks_use_public_names_only(path: Path) -> None:
-    allowed = {"sgam_store": PUBLIC, "sgam_store.harness": HARNESS}
+    allowed = {"sgam_store": PUBLIC, "sgam_store.harness": HARNESS, "sgam_store.tools": TOOLS}
     private = [
         f"{module}.{name}"
         for module, name in _imports(path)

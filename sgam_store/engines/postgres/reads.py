@@ -61,9 +61,12 @@ def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[st
 
 
 def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
-    """Namespaces under `prefix` at label boundaries ('foo' never matches 'foobar')."""
+    """Namespaces under `prefix` at label boundaries ('foo' never matches 'foobar'). The
+    first label is the tenant, so a prefix of the tenant alone is `tenant_id` alone."""
     if not prefix:
         return "TRUE", []
+    if len(prefix) == 1:
+        return "f.tenant_id = %s", [prefix[0]]
     text = namespaces.to_text(prefix)
     return (
         "f.tenant_id = %s AND (f.namespace = %s OR starts_with(f.namespace, %s))",
@@ -81,7 +84,9 @@ def _search_scope(
     """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
     cond, params = _scope(at, known_at, tenant)
     ns_sql, ns_params = _prefix_sql(prefix)
-    flt_sql, flt_params = filter_sql(filter)
+    one_tenant = tenant if tenant is not None else (prefix[0] if prefix else None)
+    current = at is None and known_at is None
+    flt_sql, flt_params = filter_sql(filter, one_tenant if current else None)
     return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
 
 

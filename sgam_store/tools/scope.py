@@ -1,7 +1,7 @@
 """A run's memory scope and settings: from its configuration, never from the model.
 
-Every graph here reads the tenant, the user (the facts' subject) and the thread from the
-run's runtime context first (`context={...}`, LangGraph >= 0.6), then from
+The memory tools and the graphs read the tenant, the user (the facts' subject) and the
+thread from the run's runtime context first (`context={...}`, LangGraph >= 0.6), then from
 `config["configurable"]`. The model's tool calls and structured output have no field for
 them. A run without a tenant (or user) fails in its first node, before any model call.
 """
@@ -23,7 +23,8 @@ class ScopeError(ValueError):
 
 
 class MemoryContext(TypedDict, total=False):
-    """Configuration keys of the graphs (runtime context or `configurable`; Studio shows them)."""
+    """Configuration keys of the tools and graphs (runtime context or `configurable`; Studio
+    shows them)."""
 
     tenant_id: str  # required: whose memory (namespace[0] of every fact)
     user_id: str  # required: the user, subject of the facts the agent remembers

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
@@ -35,12 +36,14 @@ from sgam_store.core.models import (
     DEFAULT_MEMORY_TYPE,
     SCHEMA_VERSION,
     Fact,
+    ForeignItem,
+    ImportReport,
     MemoryFact,
     PurgeReport,
 )
-from sgam_store.engines import open_engine
+from sgam_store.engines import langgraph_items, open_engine
 from sgam_store.ledger import episodes
-from sgam_store.lifecycle import retention
+from sgam_store.lifecycle import importing, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
 from sgam_store.read import search
@@ -280,10 +283,19 @@ class SGAMStore(BaseStore):
                 prepared[pos].vectors.append((field, self._spec.check(vector)))
         return prepared
 
-    def _apply_puts(self, tx: ledger.Tx, puts: list[_PreparedPut]) -> None:
-        source = provenance(self.default_source)
+    def _apply_puts(
+        self,
+        tx: ledger.Tx,
+        puts: list[_PreparedPut],
+        source: str | None = None,
+        starts: Sequence[str] | None = None,
+    ) -> None:
+        """Write prepared puts; `source` and `starts` (valid_from per put) override the
+        run's provenance and "now" (an import's item times). Either way each put becomes
+        its key's current version."""
+        source = source or provenance(self.default_source)
         ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
-        for put in puts:
+        for n, put in enumerate(puts):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
                 ledger.close_fact(tx, ns_text, put.op.key)
@@ -294,7 +306,11 @@ class SGAMStore(BaseStore):
                 subject=subject,
                 attribute=put.op.key,
                 value=put.op.value,
-                valid_from=ledger.put_start(tx, ns_text, put.op.key),
+                valid_from=(
+                    ledger.start_after_latest(tx, ns_text, put.op.key, starts[n])
+                    if starts
+                    else ledger.put_start(tx, ns_text, put.op.key)
+                ),
                 source_episode_id=source,
                 memory_type=DEFAULT_MEMORY_TYPE,
                 schema_version=schema_migration.latest_version(
@@ -314,6 +330,61 @@ class SGAMStore(BaseStore):
                 keyword=put.keyword,
             )
         self.facts.finish(tx)
+
+    # ------------------------------------------------------------------ moving in
+
+    def import_items(
+        self,
+        source: Any,
+        *,
+        label: str | None = None,
+        batch_size: int = 500,
+        schema: str = "public",
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Bring every item of another store in, each as a fact valid from its
+        `updated_at`, with provenance `import:<label>` and vectors from this store's index.
+
+        `source`: a LangGraph SqliteStore file or PostgresStore URI (its `schema`), a
+        `.jsonl` file of `Item.dict()` lines, or a BaseStore object (an InMemoryStore).
+        Idempotent: an item whose value is already current is not written again, so a
+        second run adds nothing. One transaction per batch; `progress(n)` after each.
+        """
+        self._ensure_ready()
+        if isinstance(source, BaseStore):
+            batches = importing.from_basestore(source, batch_size)
+            label = label or type(source).__name__
+        elif str(source).endswith(".jsonl"):
+            batches = importing.from_jsonl(source, batch_size)
+        else:
+            batches = langgraph_items(str(source), batch=batch_size, schema=schema)
+        origin = f"import:{label or _source_label(source)}"
+        report = ImportReport()
+        for items in batches:
+            self._import_batch(items, origin, report)
+            if progress is not None:
+                progress(len(items))
+        return report
+
+    def _import_batch(self, items: list[ForeignItem], origin: str, report: ImportReport) -> None:
+        ops = [PutOp(i.namespace, i.key, i.value) for i in items]
+        for op in ops:
+            _validate(op, self.engine.filters)  # a bad item: a typed error, its batch unwritten
+        now = clock.utc_now()
+        live = [n for n, i in enumerate(items) if not (i.expires_at and i.expires_at <= now)]
+        with self.engine.reading() as conn:
+            found = search.get_many(self.engine, conn, CURRENT, [GetOp(*ops[n][:2]) for n in live])
+        todo = [
+            n for n, item in zip(live, found, strict=True) if not item or item.value != ops[n].value
+        ]
+        puts = self._prepare_puts([ops[n] for n in todo])
+        starts = [items[n].updated_at or items[n].created_at or now for n in todo]
+        if puts:
+            self.facts.run(lambda tx: self._apply_puts(tx, puts, origin, starts))
+        report.read += len(items)
+        report.expired += len(items) - len(live)
+        report.unchanged += len(live) - len(todo)
+        report.written += len(todo)
 
     # ------------------------------------------------------------------ read flow
 
@@ -546,6 +617,15 @@ class SGAMStore(BaseStore):
         self._ensure_ready()
         with self.engine.reading() as conn:
             return self.engine.stats.collect_stats(conn)
+
+
+def _source_label(source: Any) -> str:
+    """An import's source as provenance: a file's name, or a URI without its password."""
+    text = str(source)
+    if "://" in text:
+        scheme, rest = text.split("://", 1)
+        return f"{scheme}://{rest.rsplit('@', 1)[-1]}"
+    return Path(text).name
 
 
 def _validate(op: Op, filters: Any) -> None:

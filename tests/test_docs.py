@@ -27,7 +27,7 @@ PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 README_LIMIT = 15_000
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.M | re.S)
-FILE_HEADER = re.compile(r"# ([\w.-]+\.(?:py|yaml|yml|json))\n")
+FILE_HEADER = re.compile(r"# ([\w.-]+\.(?:py|yaml|yml|jsonl|json))\n")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 # What a plain `pip install sgam-store` lacks: the extras and the dev tools.

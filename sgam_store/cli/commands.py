@@ -636,6 +636,26 @@ def cmd_copy(args: argparse.Namespace) -> int:
     return emit(args, f"copied {args.source} to {args.to}", {"rows": counts})
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Bring another store's items in (`SGAMStore.import_items`), with a progress bar."""
+    source = args.source
+    if not is_postgres_target(source) and not Path(source).is_file():
+        raise FileNotFoundError(f"no store at {source}")
+    with (
+        SGAMStore.from_conn_string(args.db, index=search_index(args.embedding)) as store,
+        Progress(console=console, transient=True, disable=args.json) as progress,
+    ):
+        store.setup()
+        task = progress.add_task("importing", total=None)
+        report = store.import_items(
+            source,
+            label=args.label,
+            schema=args.schema,
+            progress=lambda n: progress.advance(task, n),
+        )
+    return emit(args, f"imported {source} into {args.db}", asdict(report))
+
+
 def add_lifecycle_commands(sub: Any) -> None:
     """retention, purge, stats, vacuum, backfill: each is one SGAMStore method."""
 
@@ -676,6 +696,26 @@ def add_lifecycle_commands(sub: Any) -> None:
     copy.add_argument("--to", required=True, help="an empty or new database file, or a URI")
     copy.add_argument("--json", action="store_true", help="machine-readable output")
     copy.set_defaults(func=cmd_copy)
+    imports = sub.add_parser(
+        "import", help="bring in the items of a LangGraph SqliteStore, PostgresStore or JSONL"
+    )
+    imports.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        help="a SqliteStore file, a PostgresStore URI, or a .jsonl file of Item.dict() lines",
+    )
+    imports.add_argument("--db", required=True, help="the SGAM database file or URI")
+    imports.add_argument("--label", help="provenance: import:<label> (default: the source)")
+    imports.add_argument("--schema", default="public", help="the PostgresStore's schema")
+    imports.add_argument(
+        "--embedding",
+        choices=["none", "local"],
+        default="none",
+        help="none: keyword search only (default); local: embed with the bundled model",
+    )
+    imports.add_argument("--json", action="store_true", help="machine-readable output")
+    imports.set_defaults(func=cmd_import)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -113,6 +113,30 @@ class FactRow(NamedTuple):
     decided_by: str | None
 
 
+@dataclass(frozen=True)
+class ForeignItem:
+    """An item of another store, on its way in (`SGAMStore.import_items`): its namespace,
+    key and value, and its timestamps as the ledger's UTC text (None where unknown)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: str | None = None
+    updated_at: str | None = None
+    expires_at: str | None = None
+
+
+@dataclass
+class ImportReport:
+    """What an import did: items read, facts written, items already current (a re-run),
+    and items the source had let expire."""
+
+    read: int = 0
+    written: int = 0
+    unchanged: int = 0
+    expired: int = 0
+
+
 StoredKey = tuple[str, str]  # (namespace as stored text, attribute)
 
 

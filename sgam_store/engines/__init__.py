@@ -37,3 +37,15 @@ def open_engine(target: Any, *, dims: int | None, **options: Any) -> Any:
     if options:
         raise TypeError(f"unknown options for a SQLite store: {', '.join(sorted(options))}")
     return SQLiteEngine(target, dims=dims)
+
+
+def langgraph_items(source: str, *, batch: int, schema: str = "public") -> Any:
+    """Batches of the items of LangGraph's own store at `source`: a SqliteStore file, or a
+    PostgresStore database (its `schema`), read-only and in key order."""
+    if is_postgres_target(source):
+        from sgam_store.engines.postgres import foreign as pg_foreign
+
+        return pg_foreign.langgraph_items(source, batch, schema)
+    from sgam_store.engines.sqlite import foreign
+
+    return foreign.langgraph_items(source, batch)

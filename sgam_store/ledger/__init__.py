@@ -348,13 +348,19 @@ def put_start(tx: Tx, ns: str, attribute: str) -> str:
     A put must become the current fact: two puts in one microsecond, or a clock that
     lags another process's, would otherwise collide or land behind the open fact.
     """
+    return start_after_latest(tx, ns, attribute, tx.now)
+
+
+def start_after_latest(tx: Tx, ns: str, attribute: str, start: str) -> str:
+    """`start`, or just after the key's latest start if that is not earlier: the new
+    version becomes the current one (an import's item times, to the second, can tie)."""
     tail = tx.tails.get((ns, attribute))
     if tail is not None:
         latest = tail.latest.valid_from if tail.latest else None
     else:
         latest = tx.versions.latest_start(tx.cur, ns, attribute)
-    if latest is None or latest < tx.now:
-        return tx.now
+    if latest is None or latest < start:
+        return start
     return clock.shift(latest, clock.MICROSECOND)
 
 

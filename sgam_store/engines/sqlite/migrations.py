@@ -238,8 +238,8 @@ def check_owned(conn: Any) -> None:
         owner = "another program (tables: " + ", ".join(sorted(tables)[:5]) + ")"
     raise ForeignDatabaseError(
         f"this file was written by {owner}; sgam-store leaves it untouched. Open a new file "
-        "for SGAMStore and bring the items over (planned: `sgam import --from <this file> "
-        "--db <new file>`)"
+        "for SGAMStore and bring the items over: `sgam import --from <this file> "
+        "--db <new file>` (or SGAMStore.import_items)"
     )
 
 

@@ -130,6 +130,7 @@ class Workload:
     get_keys: list[Key]
     pit_keys: list[Key]
     tenant_queries: list[tuple[str, str]]
+    subject_queries: list[tuple[tuple[str, str], str]]  # (namespace, query): one subject
     global_queries: list[str]
     list_filters: list[tuple[str, str]]
     loaded_n: dict[Key, int]  # version each key had right after the load
@@ -138,7 +139,8 @@ class Workload:
     def texts(self) -> list[str]:
         puts = [op for batch in self.load_batches + self.update_batches for op in batch]
         docs = [op.value["text"] for op in puts + self.single_puts]  # type: ignore[index]
-        return docs + [q for _, q in self.tenant_queries] + self.global_queries
+        queries = [q for _, q in self.tenant_queries + self.subject_queries]
+        return docs + queries + self.global_queries
 
 
 def fact_value(tenant: str, subject: str, attribute: str, n: int) -> dict[str, Any]:
@@ -206,6 +208,10 @@ def plan(size: int, samples: Samples, seed: int) -> Workload:
         (rng.choice(tenants), f"what do we know about {rng.choice(attributes)} (query {i})?")
         for i in range(samples.searches)
     ]
+    subject_queries = [
+        (rng.choice(keys)[0], f"what did they say about {rng.choice(attributes)} (query {i})?")
+        for i in range(samples.searches)
+    ]
     global_queries = [
         f"across all tenants: who mentioned {rng.choice(attributes)}? (query {i})"
         for i in range(samples.searches)
@@ -220,6 +226,7 @@ def plan(size: int, samples: Samples, seed: int) -> Workload:
         gets,
         pit,
         tenant_queries,
+        subject_queries,
         global_queries,
         filters,
         loaded_n,
@@ -589,6 +596,21 @@ def _run_phases(
         for name, found in timings.outputs.items():
             results["recall@10"].setdefault(label, {})[name] = exact.recall(scoped, found)
 
+    def subject_search(store: BaseStore) -> Callable[[tuple[tuple[str, str], str]], list]:
+        return lambda q: store.search(q[0], query=q[1], limit=TOP_K)
+
+    timings = round_robin(
+        {n: subject_search(s) for n, s in stores.items()}, workload.subject_queries, **budget
+    )
+    record("subject search", timings)
+    results["checks"]["subject search: bad rows"] = {  # a full page, all of that subject
+        n: sum(
+            len(items) != min(TOP_K, ATTRIBUTES) or any(i.namespace != q[0] for i in items)
+            for items, q in zip(out, workload.subject_queries, strict=False)
+        )
+        for n, out in timings.outputs.items()
+    }
+
     timings = round_robin(
         {n: filtered_list(s) for n, s in stores.items()}, workload.list_filters, **budget
     )
@@ -616,6 +638,7 @@ ROWS = [
     "tenant vector search" + VECTOR_ROW,
     "all-tenant vector search",
     "all-tenant vector search" + VECTOR_ROW,
+    "subject search",
     "filtered list",
 ]
 

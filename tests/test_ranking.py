@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from typing import ClassVar
 
 import pytest
@@ -127,3 +128,60 @@ def test_fusion_is_monotone_and_every_keyword_hit_adds(seed: int) -> None:
     alone = {fid: s for fid, s, _ in fuse_relative((1.0, vector), (1.0, []))}
     both = {fid: s for fid, s, _ in fuse_relative((1.0, vector), (1.0, keyword))}
     assert all(both[fid] > alone[fid] for fid in keyword_ids)
+
+
+WORDS = [
+    "passport",
+    "visa",
+    "lima",
+    "quito",
+    "tea",
+    "coffee",
+    "trip",
+    "june",
+    "july",
+    "dentist",
+    "cat",
+    "dog",
+]
+
+
+@pytest.fixture
+def subjects(target: str) -> Iterator[SGAMStore]:
+    """One tenant of 40 subjects x 6 facts of mixed words: a subject is a small scope."""
+    from .conftest import HashEmbeddings
+
+    rng = random.Random(5)
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    store = SGAMStore(target, index=index)
+    store.setup()
+    for s in range(40):
+        for a in range(6):
+            text = " ".join(rng.sample(WORDS, 3))
+            store.put(("acme", f"s{s:02d}"), f"a{a}", {"text": text, "n": a % 2})
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_a_subject_ranked_directly_answers_as_the_tenant_wide_ranking(
+    subjects: SGAMStore, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sgam_store.read import ranking
+
+    queries = [(f"s{s:02d}", " ".join(WORDS[s % 12 : s % 12 + 2])) for s in range(0, 40, 3)]
+
+    def answers(**kw: object) -> list:
+        subjects.retrieval = type(subjects.retrieval)(mode=mode)
+        found = [subjects.search(("acme", s), query=q, limit=4, **kw) for s, q in queries]
+        return [[(i.key, round(i.score, 6)) for i in items] for items in found]
+
+    direct = answers()
+    filtered = answers(filter={"n": 1})
+    monkeypatch.setattr(ranking, "SMALL_SCOPE_MAX", 0)  # every scope ranked tenant-wide
+    if mode == "hybrid":  # fused over the same candidates at most: the same best hit
+        assert [a[:1] for a in direct] == [a[:1] for a in answers()]
+    else:
+        assert direct == answers()
+        assert filtered == answers(filter={"n": 1})
+    assert all(len(a) == 4 for a in direct if mode != "keyword")

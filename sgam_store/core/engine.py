@@ -49,6 +49,8 @@ STATEMENTS: dict[str, frozenset[str]] = {
         {
             "get",
             "get_many",
+            "in_scope",
+            "keyword_scores",
             "listing",
             "admitted",
             "rows_by_id",

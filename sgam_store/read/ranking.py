@@ -26,6 +26,11 @@ from sgam_store.read.search import Candidates, Ranked, RetrievalConfig, Scan, Sc
 # 1.72 ms; below a few hundred the thread hand-off would cost more than the scan.
 OVERLAP_MIN_VECTORS = 256
 _CORES = os.cpu_count() or 1
+# A prefix deeper than its tenant (a subject, a LangMem user under ("memories", user))
+# often holds a few facts among the tenant's thousands. Ranked tenant-wide, most hits fell
+# outside it, and each deeper round was another candidate check. Up to this many facts,
+# the prefix's own facts are scored directly (Ranker._rank_small).
+SMALL_SCOPE_MAX = 2000
 
 
 class Ranker:
@@ -107,6 +112,9 @@ class Ranker:
         engine = self._engine
         seen = Candidates(engine, conn, scope, op)
         use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
+        small = self._small_scope(conn, scope, op)
+        if small is not None:
+            return self._rank_small(conn, scope, op, query_vec if use_vectors else None, cfg, small)
         if not use_vectors:
             return search.keyword_ranking(engine, conn, scope, op, want, seen)
         assert query_vec is not None
@@ -130,12 +138,69 @@ class Ranker:
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
             key=lambda t: -t[1],
         )
-        signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
-        if cfg.fusion == "rrf":
-            fused = fuse_rrf(signals, cfg.rrf_k)
-        else:
-            fused = fuse_relative(signals[0], signals[1])
-        return similarity_scores(fused, cosine, keyword)
+        return fuse(vector, keyword, cosine, cfg)
+
+    def _small_scope(self, conn: Any, scope: Scope, op: SearchOp) -> dict[int, int] | None:
+        """{fact_id: row_id} of a search scope deeper than its tenant that holds at most
+        SMALL_SCOPE_MAX facts; None for any other scope."""
+        if len(op.namespace_prefix) < 2:
+            return None
+        found = self._engine.reads.in_scope(
+            conn,
+            scope.at,
+            scope.known_at,
+            scope.tenant,
+            op.namespace_prefix,
+            op.filter,
+            SMALL_SCOPE_MAX + 1,
+        )
+        return found if len(found) <= SMALL_SCOPE_MAX else None
+
+    def _rank_small(
+        self,
+        conn: Any,
+        scope: Scope,
+        op: SearchOp,
+        query_vec: bytes | None,
+        cfg: RetrievalConfig,
+        found: dict[int, int],
+    ) -> Ranked:
+        """`rank` over a small scope's facts, each scored directly: the same signals,
+        depths and fusion as the tenant-wide path, with no candidate left to check."""
+        want = op.offset + op.limit
+        depth = max(want, cfg.depth)
+        ids = sorted(found)
+        hybrid = query_vec is not None and cfg.mode == "hybrid"
+        keyword: Ranked = []
+        if query_vec is None or hybrid:
+            match = search.keyword_match(
+                self._engine, conn, scope, op, self._terms if hybrid else None
+            )
+            hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
+            keyword = [(fid, score, found[fid]) for fid, score in hits]
+        if query_vec is None:
+            return keyword[:want]
+        cosine = self._cosines(conn, scope, ids, query_vec)
+        ranked = sorted(cosine.items(), key=lambda kv: (-kv[1], kv[0]))
+        vector = [(fid, sim, found[fid]) for fid, sim in ranked]
+        if not hybrid:
+            return vector
+        vector = vector[: search.vector_depth(depth)]
+        keyword = keyword[:depth]
+        near = {fid for fid, _, _ in vector}
+        extra = [(f, cosine[f], row) for f, _, row in keyword if f not in near and f in cosine]
+        vector = sorted(vector + extra, key=lambda t: -t[1])
+        return fuse(vector, keyword, cosine, cfg)
+
+    def _cosines(
+        self, conn: Any, scope: Scope, fact_ids: list[int], query_vec: bytes
+    ) -> dict[int, float]:
+        cache = self._cache if scope.current else None  # it mirrors current vectors only
+        if cache is not None:
+            cache.ensure(conn)
+            if cache.usable(query_vec):
+                return cache.similarities(query_vec, fact_ids)
+        return self._engine.reads.similarities(conn, fact_ids, query_vec)
 
     def _scan(
         self, conn: Any, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
@@ -174,6 +239,16 @@ class Ranker:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="sgam-vector-scan")
             self._pool_pid = os.getpid()
         return self._pool
+
+
+def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
+    """The configured fusion of both rankings, scored on the cosine scale."""
+    signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
+    if cfg.fusion == "rrf":
+        fused = fuse_rrf(signals, cfg.rrf_k)
+    else:
+        fused = fuse_relative(signals[0], signals[1])
+    return similarity_scores(fused, cosine, keyword)
 
 
 def hybrid_rankings(

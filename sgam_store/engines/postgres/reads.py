@@ -159,6 +159,24 @@ def admitted(
     )
 
 
+def in_scope(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+) -> dict[int, int]:
+    """{fact_id: row_id} of up to `limit` facts visible in the search scope: a small
+    scope, ranked whole instead of through the tenant's rankings."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT %s", (*params, limit)
+    ).fetchall()
+    return dict(rows)
+
+
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
     """Full rows of the given versions, by row_id (a ranked page's, read last)."""
     if not row_ids:
@@ -373,6 +391,20 @@ def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQue
     if not terms:
         return None
     return KeywordQuery(" | ".join(map(_quoted, terms)), tenant)
+
+
+def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
+    """(fact_id, score) of those of `fact_ids` that match `query`, scored as
+    `keyword_hits` scores them, best first."""
+    if not fact_ids:
+        return []
+    tsquery = f"to_tsquery({_CONFIG}, %s)"
+    found = conn.execute(
+        f"SELECT k.fact_id, ts_rank_cd(k.tsv, {tsquery}) AS r FROM fact_keywords k "
+        f"WHERE k.fact_id = ANY(%s) AND k.tsv @@ {tsquery} ORDER BY r DESC, k.fact_id",
+        (query.tsquery, list(fact_ids), query.tsquery),
+    ).fetchall()
+    return [(fid, r / (1.0 + r)) for fid, r in found]
 
 
 def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:

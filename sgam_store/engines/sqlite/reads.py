@@ -142,6 +142,24 @@ def admitted(
     )
 
 
+def in_scope(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+) -> dict[int, int]:
+    """{fact_id: row_id} of up to `limit` facts visible in the search scope: a small
+    scope, ranked whole instead of through the tenant's rankings."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT ?", (*params, limit)
+    ).fetchall()
+    return dict(rows)
+
+
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
     """Full rows of the given versions, by row_id (a ranked page's, read last)."""
     if not row_ids:
@@ -262,6 +280,20 @@ def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, 
 
 
 # ---------------------------------------------------------------- keywords (FTS5)
+
+
+def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
+    """(fact_id, score) of those of `fact_ids` that match `query`, scored as
+    `keyword_hits` scores them (BM25 over the whole index), best first."""
+    if query.rowids is None or not fact_ids:
+        return []
+    first = query.rowids[0]
+    found = conn.execute(
+        "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ? "
+        "AND rowid IN (SELECT value FROM json_each(?)) ORDER BY b, rowid",
+        (query.match, json.dumps([first | fid for fid in fact_ids])),
+    ).fetchall()
+    return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,19 @@ class VectorCache:
         """Live vectors in scope: when k reaches it, a top-k is every candidate."""
         return _live(self._scope(tenant))
 
+    def similarities(self, blob: bytes, fact_ids: list[int]) -> dict[int, float]:
+        """Best-field cosine similarity of the query with just these facts (those the
+        mirror holds): a small scope's vectors, without scanning its tenant."""
+        assert self.blocks is not None
+        query, out = self._query(blob), {}
+        for fact_id in fact_ids:
+            tenant = self.tenant_of.get(fact_id)
+            if tenant is not None:
+                block = self.blocks[tenant]
+                rows = block.matrix[block.rows_of[fact_id]]
+                out[fact_id] = float(np.einsum("ij,j->i", rows, query).max())
+        return out
+
     def scan(self, blob: bytes, tenant: str | None) -> Scan:
         """Score the query against every live vector of `tenant` (or of all tenants)."""
         return Scan(self, self._query(blob), self._scope(tenant))

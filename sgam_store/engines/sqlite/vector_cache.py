@@ -260,13 +260,20 @@ class VectorCache:
         """Best-field cosine similarity of the query with just these facts (those the
         mirror holds): a small scope's vectors, without scanning its tenant."""
         assert self.blocks is not None
-        query, out = self._query(blob), {}
+        query = self._query(blob)
+        rows: dict[str, tuple[list[int], list[int]]] = {}  # tenant -> (positions, fact ids)
         for fact_id in fact_ids:
             tenant = self.tenant_of.get(fact_id)
             if tenant is not None:
-                block = self.blocks[tenant]
-                rows = block.matrix[block.rows_of[fact_id]]
-                out[fact_id] = float(np.einsum("ij,j->i", rows, query).max())
+                positions, owners = rows.setdefault(tenant, ([], []))
+                for position in self.blocks[tenant].rows_of[fact_id]:
+                    positions.append(position)
+                    owners.append(fact_id)
+        out: dict[int, float] = {}
+        for tenant, (positions, owners) in rows.items():
+            sims = np.einsum("ij,j->i", self.blocks[tenant].matrix[positions], query).tolist()
+            for fact_id, sim in zip(owners, sims, strict=True):
+                out[fact_id] = max(sim, out.get(fact_id, -np.inf))
         return out
 
     def scan(self, blob: bytes, tenant: str | None) -> Scan:

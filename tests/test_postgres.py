@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -187,3 +191,63 @@ def test_a_server_restart_under_an_open_pool_is_survived(uri: str) -> None:
             {"text": "Lima"},
             {"text": "Quito"},
         ]
+
+
+@pytest.fixture
+def few_locks(uri: str) -> Iterator[str]:
+    """The server restarted with a small lock table: 10 x 20 connections (default 64 x 100),
+    which 2,000 key locks overflowed (measured)."""
+    with psycopg.connect(pg.base_uri(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET max_locks_per_transaction = 10")
+        conn.execute("ALTER SYSTEM SET max_connections = 20")
+    if not pg.restart():
+        pytest.skip("SGAM_TEST_PG_URI names an outside server; it is not reconfigured")
+    try:
+        yield uri
+    finally:
+        with psycopg.connect(pg.base_uri(), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM RESET max_locks_per_transaction")
+            conn.execute("ALTER SYSTEM RESET max_connections")
+        pg.restart()
+
+
+def test_a_tenant_of_more_keys_than_the_lock_table_holds_is_purged(few_locks: str) -> None:
+    with SGAMStore.from_conn_string(few_locks, pool_size=2) as store:
+        store.setup()
+        assert scalar(store, "SHOW max_locks_per_transaction") == "10"
+        for start in range(0, 2500, 250):  # 2,500 keys: a lock each would overflow
+            store.batch(
+                [PutOp(("acme", f"s{n}"), "k", {"n": n}) for n in range(start, start + 250)]
+            )
+        store.put(("beta", "s0"), "k", {"n": 0})
+        report = store.purge("acme")
+        assert len(report.fact_ids) == 2500
+        assert store.search(("acme",)) == [] and store.get(("beta", "s0"), "k") is not None
+
+
+def test_a_purge_racing_writers_never_brings_erased_versions_back(uri: str) -> None:
+    with SGAMStore.from_conn_string(uri) as store:
+        store.setup()
+        stop = threading.Event()
+
+        def write(worker: int) -> None:
+            n = 0
+            while not stop.is_set():
+                store.batch(
+                    [PutOp(("acme", f"s{k}"), "k", {"w": worker, "n": n}) for k in range(5)]
+                )
+                n += 1
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        started = datetime.now(UTC)
+        store.purge("acme")
+        time.sleep(0.3)
+        stop.set()
+        for t in threads:
+            t.join()
+        survivors = rows(store, "SELECT known_from FROM facts WHERE tenant_id = 'acme'")
+        assert survivors, "writers kept writing after the purge"
+        assert all(datetime.fromisoformat(k) > started for (k,) in survivors)

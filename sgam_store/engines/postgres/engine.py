@@ -63,6 +63,8 @@ class TxCursor:
         self.conn = conn
         self.cursor = conn.cursor()
         self.locked: set[tuple[str, str]] = set()
+        self.tenants: set[str] = set()  # tenants held shared (any write) or exclusively
+        self.owned: set[str] = set()  # tenants held exclusively (an erasure): no key locks
         self.row_ids: list[int] = []  # the unused rest of this transaction's block
         self.now: str | None = None  # the transaction's instant, once taken
         self.floor: str | None = None  # the newest known_from among the locked keys

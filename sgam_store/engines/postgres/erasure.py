@@ -4,12 +4,14 @@
 text; gaps stay gaps; `supersedes_fact_id` links to erased facts are cleared).
 
 What differs from SQLite:
-- Writers run in parallel, so an erasure first takes the advisory lock of every key it
-  erases (`versions.lock_keys`), re-reading its selection until it names no unlocked
-  key. A writer of such a key that read a version before the erasure would otherwise
-  append a copy of it (or a fact superseding it) after the DELETE: erased data back.
-  Each lock is an entry of the server's lock table, so erasing a tenant of more keys than
-  `max_locks_per_transaction` x connections allows fails, as so large a batch write does.
+- Writers run in parallel, so an erasure first makes sure that no writer of what it
+  erases is running or can start: a writer that read a version before the erasure would
+  otherwise append a copy of it (or a fact superseding it) after the DELETE, erased data
+  back. `purge` holds its tenant's advisory lock exclusively (`versions.own_tenant`),
+  which every writer holds shared: one lock-table entry however many keys, where a lock
+  per key overflowed `max_locks_per_transaction` for a large tenant. `purge_episode`
+  locks the few keys it erases (`versions.lock_keys`), re-reading its selection until
+  it names no unlocked key.
 - `PurgeReport.deleted` names this engine's tables: `fact_vectors` alone (no
   `vector_rows`), `fact_keywords` for SQLite's `fact_fts`, and no `tenants` (there are
   no keyword slots). Candidate support rows and extraction marks go by ON DELETE CASCADE
@@ -36,7 +38,7 @@ from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.postgres.indexing import has_vectors
-from sgam_store.engines.postgres.versions import lock_keys
+from sgam_store.engines.postgres.versions import lock_keys, own_tenant
 
 if TYPE_CHECKING:
     from sgam_store.ledger import Writer
@@ -164,7 +166,7 @@ def purge(
         raise InvalidFactError("attribute must be a non-empty string (or None for all)")
     whole = subject is None and attribute is None
     where, params = _selected(tenant_id, subject, attribute)
-    _lock_all(cur, lambda: _keys(cur, where, params))
+    own_tenant(cur, tenant_id)
     episode_ids = _episodes_of(cur, tenant_id) if whole else []
     report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
     # Weak signals about the same subject/attribute hold its values too (their support

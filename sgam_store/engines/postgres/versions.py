@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from sgam_store.core import namespaces
 from sgam_store.core.clock import CLOCK, MICROSECOND, shift
 from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import FactRow
@@ -49,9 +50,10 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     The instant must follow every version it may retire (`known_from <= known_to`), and
     writers in other processes, or on other machines, stamp with their own clocks.
     """
-    todo = sorted({k for k in keys if k not in cur.locked})
+    todo = sorted({k for k in keys if k not in cur.locked and _tenant(k) not in cur.owned})
     if not todo:
         return
+    _share_tenants(cur, {_tenant(k) for k in todo})
     cur.execute(
         "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(k, 0) AS h "
         "FROM unnest(%s::text[]) AS k ORDER BY 1 OFFSET 0) AS locks",
@@ -68,6 +70,40 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     if cur.now is not None and newest >= cur.now:
         raise StaleInstant(f"a key changed after this transaction's instant {cur.now}")
     cur.floor = max(cur.floor or newest, newest)
+
+
+def _tenant(key: tuple[str, str]) -> str:
+    return key[0].split(namespaces.SEP, 1)[0]
+
+
+def _tenant_lock(tenant: str) -> str:
+    return f"tenant\x1f{tenant}"
+
+
+def _share_tenants(cur: Any, tenants: set[str]) -> None:
+    """Hold each tenant's advisory lock shared, before any of its keys: writers of one
+    tenant never wait for each other on it, and an erasure holds it exclusively."""
+    todo = sorted(tenants - cur.tenants)
+    if todo:
+        cur.execute(
+            "SELECT pg_advisory_xact_lock_shared(h) FROM (SELECT hashtextextended(k, 0) AS h "
+            "FROM unnest(%s::text[]) AS k ORDER BY 1 OFFSET 0) AS locks",
+            ([_tenant_lock(t) for t in todo],),
+        )
+        cur.tenants.update(todo)
+
+
+def own_tenant(cur: Any, tenant: str) -> None:
+    """Hold the tenant's advisory lock exclusively, until the transaction ends: no writer
+    of the tenant is running or can start, so its keys need no locks of their own. One
+    lock table entry however many keys the tenant has (an erasure of every key, each
+    locked, overflowed max_locks_per_transaction)."""
+    if tenant not in cur.owned:
+        cur.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_tenant_lock(tenant),)
+        )
+        cur.owned.add(tenant)
+        cur.tenants.add(tenant)
 
 
 def clock(cur: Any) -> Callable[[], str]:

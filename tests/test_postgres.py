@@ -19,7 +19,13 @@ import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 
-from sgam_store import ConfigurationError, ForeignDatabaseError, InvalidFactError, SGAMStore
+from sgam_store import (
+    ConfigurationError,
+    ForeignDatabaseError,
+    InvalidFactError,
+    SGAMStore,
+    StoreBusyError,
+)
 from sgam_store.engines.postgres import migrations
 from tests import pg
 from tests.db import rows, scalar
@@ -220,6 +226,9 @@ def test_a_tenant_of_more_keys_than_the_lock_table_holds_is_purged(few_locks: st
                 [PutOp(("acme", f"s{n}"), "k", {"n": n}) for n in range(start, start + 250)]
             )
         store.put(("beta", "s0"), "k", {"n": 0})
+        with pytest.raises(StoreBusyError, match="split the batch"):  # one batch: 2,500 locks
+            store.batch([PutOp(("gamma", f"s{n}"), "k", {"n": n}) for n in range(2500)])
+        assert store.search(("gamma",)) == []
         report = store.purge("acme")
         assert len(report.fact_ids) == 2500
         assert store.search(("acme",)) == [] and store.get(("beta", "s0"), "k") is not None

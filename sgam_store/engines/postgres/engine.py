@@ -135,6 +135,11 @@ class PostgresEngine:
         for attempt in range(max_attempts):
             try:
                 result = self._once(body, prelock)
+            except errors.OutOfMemory as exc:  # the lock table: a key lock each, see lock_keys
+                raise StoreBusyError(
+                    f"this write needs more locks than the server's lock table holds ({exc}); "
+                    "split the batch, or raise max_locks_per_transaction. Nothing was written."
+                ) from exc
             except RETRIED:
                 if attempt + 1 < max_attempts:
                     time.sleep(min(0.5, 0.005 * 2**attempt) * random.uniform(0.5, 1.5))

@@ -10,6 +10,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from langgraph.store.base import PutOp
 
 from sgam_store import MemoryFact, SGAMStore
 from tests.conftest import HashEmbeddings
@@ -291,4 +292,29 @@ def test_candidate_checks_read_only_the_covering_index(db_path: str) -> None:
     for sql in checks:
         plan = " ".join(row[3] for row in store.conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "COVERING INDEX facts_fact_id" in plan, plan
+    store.close()
+
+
+def test_a_tenant_listing_walks_its_recent_index_without_sorting(db_path: str) -> None:
+    """A listing (search without a query) of a tenant, filtered or not, reads the tenant's
+    current facts newest first from facts_current_recent and stops at its page."""
+    store = SGAMStore(db_path)
+    store.setup()
+    store.batch([PutOp(("t1", f"s{n}"), "k", {"kind": f"k{n % 3}"}) for n in range(60)])
+    listings: list[str] = []
+
+    def trace(sql: str) -> None:
+        if "ORDER BY f.known_from DESC" in sql and not sql.startswith("EXPLAIN"):
+            listings.append(sql)
+
+    store.conn.set_trace_callback(trace)
+    assert len(store.search(("t1",), limit=5)) == 5
+    found = store.search(("t1",), filter={"kind": "k1"}, limit=5)
+    assert [i.value["kind"] for i in found] == ["k1"] * 5
+    assert [i.key for i in store.for_tenant("t1").search((), limit=2)] == ["k", "k"]
+    store.conn.set_trace_callback(None)
+    assert len(listings) == 3
+    for sql in listings:
+        plan = " ".join(row[3] for row in store.conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "facts_current_recent" in plan and "TEMP B-TREE" not in plan, plan
     store.close()

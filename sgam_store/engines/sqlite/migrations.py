@@ -200,7 +200,16 @@ V2 = [
        ON facts (fact_id, valid_to, known_to, expires_at, namespace, tenant_id)""",
 ]
 
-MIGRATIONS: list[list[str]] = [V1, V2]
+# V3: a tenant's current facts, newest belief first. A listing (a search without a query,
+# LangGraph's way to read a namespace) walks it in order and stops at its page: a
+# tenant's filtered listing at 20k read all 2,000 of its rows and sorted them, 1.75 ms;
+# 0.54 ms this way, an unfiltered one 0.18 ms.
+V3 = [
+    """CREATE INDEX facts_current_recent ON facts (tenant_id, known_from, row_id)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+]
+
+MIGRATIONS: list[list[str]] = [V1, V2, V3]
 LATEST = len(MIGRATIONS)
 
 

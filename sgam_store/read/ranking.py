@@ -110,11 +110,11 @@ class Ranker:
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
         engine = self._engine
-        seen = Candidates(engine, conn, scope, op)
         use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
         small = self._small_scope(conn, scope, op)
         if small is not None:
             return self._rank_small(conn, scope, op, query_vec if use_vectors else None, cfg, small)
+        seen = Candidates(engine, conn, scope, op)
         if not use_vectors:
             return search.keyword_ranking(engine, conn, scope, op, want, seen)
         assert query_vec is not None

@@ -195,12 +195,19 @@ class Ranker:
     def _cosines(
         self, conn: Any, scope: Scope, fact_ids: list[int], query_vec: bytes
     ) -> dict[int, float]:
-        cache = self._cache if scope.current else None  # it mirrors current vectors only
+        cache = self._mirror(conn, scope, query_vec)
         if cache is not None:
-            cache.ensure(conn)
-            if cache.usable(query_vec):
-                return cache.similarities(query_vec, fact_ids)
+            return cache.similarities(query_vec, fact_ids)
         return self._engine.reads.similarities(conn, fact_ids, query_vec)
+
+    def _mirror(self, conn: Any, scope: Scope, query_vec: bytes) -> Any | None:
+        """The in-process vector mirror, up to date, where it can answer this query: a
+        current scope (it mirrors current vectors only) and a query with a direction."""
+        cache = self._cache if scope.current else None
+        if cache is None:
+            return None
+        cache.ensure(conn)
+        return cache if cache.usable(query_vec) else None
 
     def _scan(
         self, conn: Any, scope: Scope, op: SearchOp, query_vec: bytes, want: int, *, overlap: bool
@@ -215,11 +222,8 @@ class Ranker:
         sum. Not the other way round: numpy's einsum keeps the GIL, so the keyword ranking
         in the thread would wait.
         """
-        cache = self._cache if scope.current else None  # it mirrors current vectors only
+        cache = self._mirror(conn, scope, query_vec)
         if cache is None:
-            return lambda: None
-        cache.ensure(conn)
-        if not cache.usable(query_vec):
             return lambda: None
         tenant = search.tenant_of(scope, op)
 

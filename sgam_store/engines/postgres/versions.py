@@ -54,11 +54,7 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     if not todo:
         return
     _share_tenants(cur, {_tenant(k) for k in todo})
-    cur.execute(
-        "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(k, 0) AS h "
-        "FROM unnest(%s::text[]) AS k ORDER BY 1 OFFSET 0) AS locks",
-        ([f"{ns}\x1f{attr}" for ns, attr in todo],),
-    )
+    _advisory_locks(cur, "pg_advisory_xact_lock", [f"{ns}\x1f{attr}" for ns, attr in todo])
     cur.locked.update(todo)
     newest = cur.execute(
         "SELECT MAX(f.known_from) FROM unnest(%s::text[], %s::text[]) AS k(ns, attr) "
@@ -70,6 +66,16 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     if cur.now is not None and newest >= cur.now:
         raise StaleInstant(f"a key changed after this transaction's instant {cur.now}")
     cur.floor = max(cur.floor or newest, newest)
+
+
+def _advisory_locks(cur: Any, function: str, names: list[str]) -> None:
+    """Take `function`'s transaction-scoped advisory lock on each name, in hash order, so
+    that transactions taking several never wait on each other in a cycle."""
+    cur.execute(
+        f"SELECT {function}(h) FROM (SELECT hashtextextended(k, 0) AS h "
+        "FROM unnest(%s::text[]) AS k ORDER BY 1 OFFSET 0) AS locks",
+        (names,),
+    )
 
 
 def _tenant(key: tuple[str, str]) -> str:
@@ -85,11 +91,7 @@ def _share_tenants(cur: Any, tenants: set[str]) -> None:
     tenant never wait for each other on it, and an erasure holds it exclusively."""
     todo = sorted(tenants - cur.tenants)
     if todo:
-        cur.execute(
-            "SELECT pg_advisory_xact_lock_shared(h) FROM (SELECT hashtextextended(k, 0) AS h "
-            "FROM unnest(%s::text[]) AS k ORDER BY 1 OFFSET 0) AS locks",
-            ([_tenant_lock(t) for t in todo],),
-        )
+        _advisory_locks(cur, "pg_advisory_xact_lock_shared", [_tenant_lock(t) for t in todo])
         cur.tenants.update(todo)
 
 

@@ -13,7 +13,9 @@ Environment:
 - SGAM_DB_PATH: the SQLite file when SGAM_PG_URI is unset (default: sgam-memory.db in
   the project directory);
 - SGAM_EMBEDDING: "local" (default when the `local` extra is installed: bundled
-  all-MiniLM-L6-v2, offline) or "none" (keyword search only, and a faster start).
+  all-MiniLM-L6-v2, offline) or "none" (keyword search only, and a faster start);
+- SGAM_TENANT_AT: which namespace label names the tenant, e.g. 1 for LangMem's
+  ("memories", "{langgraph_user_id}"); unset: the database's (0 for a new one).
 """
 
 from __future__ import annotations
@@ -40,8 +42,18 @@ def open_store() -> SGAMStore:
     uri = os.environ.get("SGAM_PG_URI")
     if uri:
         schema = os.environ.get("SGAM_PG_SCHEMA", "sgam")
-        return SGAMStore(uri, index=index_config(), schema=schema)
-    return SGAMStore(db_path(), index=index_config())
+        return SGAMStore(uri, index=index_config(), schema=schema, tenant_at=tenant_at())
+    return SGAMStore(db_path(), index=index_config(), tenant_at=tenant_at())
+
+
+def tenant_at() -> int | None:
+    """SGAM_TENANT_AT as an int, or None (the database's own setting) when unset."""
+    text = os.environ.get("SGAM_TENANT_AT", "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"SGAM_TENANT_AT must be a label index (0, 1, ...), got {text!r}")
+    return int(text)
 
 
 def index_config() -> dict[str, Any] | None:

@@ -127,16 +127,20 @@ class SGAMStore(BaseStore):
         default_source: str = DEFAULT_SOURCE,
         retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
         vector_cache: bool = True,
+        tenant_at: int | None = None,
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
         connection string (`engine_options` then: schema, text_search_config, pool_size,
         prepare_threshold). `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
-        4 bytes x dims per fact)."""
+        4 bytes x dims per fact). `tenant_at`: which namespace label names the tenant,
+        e.g. 1 for LangMem's ("memories", user_id); recorded at `setup()`, and None takes
+        the database's (0 for a new one). Another than the recorded one raises
+        ConfigurationError."""
         self._spec = IndexSpec.from_config(index) if index else None
         dims = self._spec.dims if self._spec else None
-        self.engine = open_engine(conn, dims=dims, **engine_options)
+        self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
@@ -157,6 +161,17 @@ class SGAMStore(BaseStore):
     def conn(self) -> Any:
         """The SQLite engine's connection, for inspection (PostgreSQL pools connections)."""
         return self.engine.conn
+
+    @property
+    def layout(self) -> namespaces.Layout:
+        """Where this store's namespaces name their tenant (settled at `setup()`)."""
+        self._ensure_ready()
+        return self.engine.layout
+
+    @property
+    def tenant_at(self) -> int:
+        """The index of the namespace label that names the tenant."""
+        return self.layout.tenant_at
 
     @property
     def max_value_bytes(self) -> int:
@@ -218,7 +233,7 @@ class SGAMStore(BaseStore):
         and then every write in one transaction. Views call this with their scope."""
         self._ensure_ready()
         for op in ops:
-            _validate(op, self.engine.filters)
+            _validate(op, self.engine.filters, self.engine.layout)
         if len(ops) == 1 and isinstance(ops[0], GetOp) and not self.ttl_config:
             # The hottest call (BaseStore.get): one statement, nothing to prepare or refresh.
             with self.engine.reading() as conn:
@@ -270,7 +285,7 @@ class SGAMStore(BaseStore):
                 if op.index is not False:
                     fields = list(op.index) if isinstance(op.index, list) else None
                     pairs = self._spec.texts(op.value, fields) if self._spec else None
-                    subject = namespaces.split(op.namespace)[1]
+                    subject = self.engine.layout.split(op.namespace)[1]
                     keyword = self.facts.keyword_text(subject, op.key, op.value, fields, pairs)
                     to_embed += [(len(prepared), field, chunk) for field, chunk in pairs or ()]
             ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
@@ -300,7 +315,7 @@ class SGAMStore(BaseStore):
             if put.op.value is None:
                 ledger.close_fact(tx, ns_text, put.op.key)
                 continue
-            tenant, subject = namespaces.split(put.op.namespace)
+            tenant, subject = tx.layout.split(put.op.namespace)
             fact = MemoryFact.model_construct(
                 tenant_id=tenant,
                 subject=subject,
@@ -369,7 +384,8 @@ class SGAMStore(BaseStore):
     def _import_batch(self, items: list[ForeignItem], origin: str, report: ImportReport) -> None:
         ops = [PutOp(i.namespace, i.key, i.value) for i in items]
         for op in ops:
-            _validate(op, self.engine.filters)  # a bad item: a typed error, its batch unwritten
+            # A bad item: a typed error, its batch unwritten.
+            _validate(op, self.engine.filters, self.engine.layout)
         now = clock.utc_now()
         live = [n for n, i in enumerate(items) if not (i.expires_at and i.expires_at <= now)]
         with self.engine.reading() as conn:
@@ -506,14 +522,14 @@ class SGAMStore(BaseStore):
         known_at: clock.Timestamp | None = None,
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
-        ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
         return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
 
     def history(
         self, tenant_id: str, subject: str, attribute: str, known_at: clock.Timestamp | None = None
     ) -> list[Fact]:
         """Every fact of the key, ordered by valid_from, as believed now or at `known_at`."""
-        ns = namespaces.to_text(namespaces.fact_namespace(tenant_id, subject))
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
         return ledger.history(self.engine, ns, attribute, _ts(known_at))
 
     def ledger(
@@ -537,8 +553,7 @@ class SGAMStore(BaseStore):
         """A BaseStore whose namespaces are relative to `tenant_id` and cannot leave it."""
         from sgam_store.views import View
 
-        namespaces.check_item_namespace((tenant_id,))
-        return View(self, Scope(tenant=tenant_id))
+        return View(self, Scope(tenant=self.layout.check_tenant(tenant_id)))
 
     def sweep_ttl(self) -> int:
         """Close every open fact whose expiry has passed, at its expiry; return the count."""
@@ -628,11 +643,11 @@ def _source_label(source: Any) -> str:
     return Path(text).name
 
 
-def _validate(op: Op, filters: Any) -> None:
+def _validate(op: Op, filters: Any, layout: namespaces.Layout) -> None:
     """Reject a bad op before any SQL runs, so one bad op writes nothing of its batch;
     `filters` is the engine's filter compiler, which checks a filter whole."""
     if isinstance(op, GetOp | PutOp):
-        namespaces.check_item_namespace(op.namespace)
+        layout.check_item(op.namespace)
         namespaces.check_key(op.key)
         if isinstance(op, PutOp):
             _check_put(op)

@@ -1,9 +1,11 @@
 """Views: the store seen at another instant (`as_of`) or from inside one tenant.
 
 A view is the store's own read/write flow run with another `Scope`; nothing about
-the interval rule is repeated here. A tenant view prefixes every namespace with its
-tenant (labels cannot contain '.', so no relative namespace can name another
-tenant) and its Scope adds `tenant_id = ?` to every query as a second wall.
+the interval rule is repeated here. A tenant view's namespaces are the store's without
+the tenant label: it inserts its tenant at the layout's `tenant_at` (labels cannot
+contain '.', so no relative namespace can name another tenant), and its Scope adds
+`tenant_id = ?` to every query as a second wall. With `tenant_at=1` (LangMem's
+("memories", user)), the view of "alice" shows ("memories", "alice") as ("memories",).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -67,7 +70,7 @@ class View(BaseStore):
         return View(self.store, replace(self.scope, at=at, known_at=known))
 
     def for_tenant(self, tenant_id: str) -> View:
-        namespaces.check_item_namespace((tenant_id,))
+        self.store.layout.check_tenant(tenant_id)
         if self.scope.tenant is not None and self.scope.tenant != tenant_id:
             from sgam_store.core.errors import TenantScopeError
 
@@ -78,18 +81,28 @@ class View(BaseStore):
 
     def _abs(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
         namespaces.check_labels(namespace, allow_wildcard=True)
-        return namespace if self.scope.tenant is None else (self.scope.tenant, *namespace)
+        if self.scope.tenant is None:
+            return namespace
+        return self.store.layout.absolute(self.scope.tenant, namespace)
 
     def _to_store(self, op: Op) -> Op:
         if self.scope.tenant is None:
             return op
         if isinstance(op, GetOp | PutOp):
-            return op._replace(namespace=self._abs(op.namespace))
+            namespace = self._abs(op.namespace)
+            if len(namespace) == len(op.namespace):  # too short to place the tenant label
+                k = self.store.layout.tenant_at
+                raise InvalidNamespaceError(
+                    f"{op.namespace!r} cannot hold an item: with tenant_at={k}, a tenant "
+                    f"view's namespace starts with the {k} labels before the tenant"
+                )
+            return op._replace(namespace=namespace)
         if isinstance(op, SearchOp):
             return op._replace(namespace_prefix=self._abs(op.namespace_prefix))
         if isinstance(op, ListNamespacesOp):
-            # Only prefixes go to the store; suffixes, depth and paging apply to the
-            # relative namespaces in _from_store, or the tenant label could satisfy them.
+            # Only prefixes go to the store, to narrow; every condition, depth and paging
+            # apply to the relative namespaces in _from_store, or the tenant label could
+            # satisfy them.
             prefixes = [
                 MatchCondition("prefix", self._abs(c.path))
                 for c in op.match_conditions or ()
@@ -97,7 +110,7 @@ class View(BaseStore):
             ]
             for c in op.match_conditions or ():
                 namespaces.check_labels(c.path, allow_wildcard=True)
-            conditions = tuple(prefixes) or (MatchCondition("prefix", (self.scope.tenant,)),)
+            conditions = tuple(prefixes) or (MatchCondition("prefix", ()),)
             return ListNamespacesOp(conditions, max_depth=None, limit=_ALL, offset=0)
         return op
 
@@ -105,7 +118,7 @@ class View(BaseStore):
         if self.scope.tenant is None or result is None:
             return result
         if isinstance(op, ListNamespacesOp):
-            return _page(op, [ns[1:] for ns in result])
+            return _page(op, [self.store.layout.relative(ns) for ns in result])
         if isinstance(result, list):
             return [self._relative(item) for item in result]
         return self._relative(result) if isinstance(result, Item) else result
@@ -122,9 +135,8 @@ class View(BaseStore):
         """BaseStore.put, except that a tenant view's `()` names its tenant-level facts."""
         self.batch([PutOp(tuple(namespace), key, value, index=index, ttl=ttl)])
 
-    @staticmethod
-    def _relative(item: Item) -> Item:
-        item.namespace = item.namespace[1:]
+    def _relative(self, item: Item) -> Item:
+        item.namespace = self.store.layout.relative(tuple(item.namespace))
         return item
 
 
@@ -132,11 +144,11 @@ _ALL = 2**62  # "no limit" for the store-side listing a tenant view pages itself
 
 
 def _page(op: ListNamespacesOp, relative: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """Suffix conditions, max_depth and paging, applied to relative namespaces."""
-    suffixes = [c for c in op.match_conditions or () if c.match_type == "suffix"]
+    """Match conditions, max_depth and paging, applied to relative namespaces (the store
+    matched the prefixes on its own namespaces only to narrow the listing)."""
     found = {
         ns[: op.max_depth] if op.max_depth is not None else ns
         for ns in relative
-        if all(namespaces.matches(ns, c) for c in suffixes)
+        if all(namespaces.matches(ns, c) for c in op.match_conditions or ())
     }
     return sorted(found)[op.offset : op.offset + op.limit]

@@ -393,14 +393,16 @@ def cmd_search(args: argparse.Namespace) -> int:
     flt = json.loads(args.filter) if args.filter else None
     if flt is not None and not isinstance(flt, dict):
         raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
-    prefix = (args.tenant, *(args.subject.split(".") if args.subject else ()))
+    subject = tuple(args.subject.split(".")) if args.subject else ()
     with existing_store(args.db, search_index(args.embedding)) as store:
         store.retrieval = replace(store.retrieval, mode=args.mode)
-        view = store.as_of(args.at) if args.at else store
-        items = view.search(prefix, query=args.query, filter=flt, limit=args.limit)
+        view = store.for_tenant(args.tenant)  # the subject's labels, relative to the tenant
+        view = view.as_of(args.at) if args.at else view
+        items = view.search(subject, query=args.query, filter=flt, limit=args.limit)
+        absolute = [store.layout.absolute(args.tenant, i.namespace) for i in items]
     rows = [
-        {"namespace": list(i.namespace), "key": i.key, "value": i.value, "score": i.score}
-        for i in items
+        {"namespace": list(ns), "key": i.key, "value": i.value, "score": i.score}
+        for ns, i in zip(absolute, items, strict=True)
     ]
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -626,7 +628,10 @@ def cmd_copy(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no database at {args.source}")
     source = open_engine(args.source, dims=None)
     try:
-        target = open_engine(args.to, dims=transfer.vector_dims(source))
+        source.ensure_ready()  # settles its tenant_at, which the copy keeps
+        target = open_engine(
+            args.to, dims=transfer.vector_dims(source), tenant_at=source.layout.tenant_at
+        )
         try:
             counts = transfer.copy_store(source, target)
         finally:
@@ -642,7 +647,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not is_postgres_target(source) and not Path(source).is_file():
         raise FileNotFoundError(f"no store at {source}")
     with (
-        SGAMStore.from_conn_string(args.db, index=search_index(args.embedding)) as store,
+        SGAMStore.from_conn_string(
+            args.db, index=search_index(args.embedding), tenant_at=args.tenant_at
+        ) as store,
         Progress(console=console, transient=True, disable=args.json) as progress,
     ):
         store.setup()
@@ -708,6 +715,12 @@ def add_lifecycle_commands(sub: Any) -> None:
     imports.add_argument("--db", required=True, help="the SGAM database file or URI")
     imports.add_argument("--label", help="provenance: import:<label> (default: the source)")
     imports.add_argument("--schema", default="public", help="the PostgresStore's schema")
+    imports.add_argument(
+        "--tenant-at",
+        type=int,
+        help="which namespace label names the tenant, e.g. 1 for LangMem's "
+        "('memories', user_id); default: the database's (0 for a new one)",
+    )
     imports.add_argument(
         "--embedding",
         choices=["none", "local"],

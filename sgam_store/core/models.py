@@ -79,6 +79,8 @@ class MemoryFact(BaseModel):
 
     @property
     def namespace(self) -> tuple[str, ...]:
+        """The item namespace with the tenant first (`tenant_at=0`); a store with another
+        layout places it by its own (`namespaces.Layout.join`)."""
         return namespaces.join(self.tenant_id, self.subject)
 
 
@@ -158,6 +160,7 @@ class Fact(BaseModel):
 
     fact_id: int = Field(description="Stable id; survives interval closing.")
     tenant_id: str
+    namespace: tuple[str, ...] = Field(description="The BaseStore namespace (key: attribute).")
     subject: str
     attribute: str
     value: Any
@@ -175,10 +178,6 @@ class Fact(BaseModel):
     retention_policy: str | None
     expires_at: datetime | None
     decided_by: str | None = Field(default=None, description="Conflict policy that chose it.")
-
-    @property
-    def namespace(self) -> tuple[str, ...]:
-        return namespaces.join(self.tenant_id, self.subject)
 
     @property
     def is_open(self) -> bool:

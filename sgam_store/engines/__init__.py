@@ -21,8 +21,11 @@ def is_postgres_target(target: object) -> bool:
     )
 
 
-def open_engine(target: Any, *, dims: int | None, **options: Any) -> Any:
-    """The engine for `target`; `options` are engine settings (PostgreSQL: schema,
+def open_engine(
+    target: Any, *, dims: int | None, tenant_at: int | None = None, **options: Any
+) -> Any:
+    """The engine for `target`; `tenant_at` is the namespace layout's (None: as the
+    database says); `options` are engine settings (PostgreSQL: schema,
     text_search_config, pool_size, prepare_threshold)."""
     if is_postgres_target(target):
         try:
@@ -31,12 +34,12 @@ def open_engine(target: Any, *, dims: int | None, **options: Any) -> Any:
             raise ImportError(
                 f"PostgreSQL needs the postgres extra: pip install 'sgam-store[postgres]' ({exc})"
             ) from exc
-        return PostgresEngine(target, dims=dims, **options)
+        return PostgresEngine(target, dims=dims, tenant_at=tenant_at, **options)
     from sgam_store.engines.sqlite.engine import SQLiteEngine
 
     if options:
         raise TypeError(f"unknown options for a SQLite store: {', '.join(sorted(options))}")
-    return SQLiteEngine(target, dims=dims)
+    return SQLiteEngine(target, dims=dims, tenant_at=tenant_at)
 
 
 def langgraph_items(source: str, *, batch: int, schema: str = "public") -> Any:

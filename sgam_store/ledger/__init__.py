@@ -74,6 +74,11 @@ class Tx:
     def allocate(self) -> int:
         return self.row_ids()
 
+    @property
+    def layout(self) -> namespaces.Layout:
+        """Where the engine's namespaces name their tenant."""
+        return self.engine.layout if self.engine is not None else namespaces.DEFAULT_LAYOUT
+
 
 @dataclass(frozen=True)
 class KeyTail:
@@ -111,6 +116,7 @@ def row_to_fact(row: Sequence[Any]) -> Fact:
     return Fact(
         fact_id=r.fact_id,
         tenant_id=r.tenant_id,
+        namespace=namespaces.from_text(r.namespace),
         subject=r.subject,
         attribute=r.attribute,
         value=value["value"] if scalar else value,
@@ -213,7 +219,7 @@ def replace_fact(
     3. else (it predates everything) the new fact ends where the next one begins.
     """
     value_text, scalar = encoded or encode_value(fact.value, max_value_bytes)
-    ns = namespaces.to_text(fact.namespace)
+    ns = namespaces.to_text(tx.layout.check_item(tx.layout.join(fact.tenant_id, fact.subject)))
     start = fact.valid_from
     containing = _find_containing(tx, ns, fact.attribute, start)
     if containing is not None:

@@ -23,7 +23,13 @@ def vector_dims(engine: Any) -> int | None:
 
 def copy_store(source: Any, target: Any) -> dict[str, int]:
     """Copy everything from `source` into the empty `target`; rows copied per table."""
+    source.ensure_ready()
     target.ensure_ready()
+    if target.layout != source.layout:
+        raise ConfigurationError(
+            f"the source places the tenant at namespace label {source.layout.tenant_at}, the "
+            f"target at {target.layout.tenant_at}: open the target with the source's tenant_at"
+        )
     with target.reading() as conn:
         if not target.transfer.is_empty(conn):
             raise ConfigurationError("the target store is not empty; copy into a new one")

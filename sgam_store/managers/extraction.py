@@ -52,18 +52,16 @@ def current_facts(
     store: SGAMStore, episode: Episode, *, subjects: Sequence[str] = (), limit: int = 20
 ) -> list[Fact]:
     """The tenant's current facts the episode may touch: named subjects, then search hits."""
-    tenant = episode.tenant_id
+    view = store.for_tenant(episode.tenant_id)  # relative namespaces: the subject's labels
     items = []
     for subject in subjects:
-        path = namespaces.join(tenant, normalize_subject(subject))
-        items += store.search(path, limit=limit)
-    items += store.search((tenant,), query=episode.content, limit=limit)
+        items += view.search(tuple(normalize_subject(subject).split(".")), limit=limit)
+    items += view.search((), query=episode.content, limit=limit)
     facts: dict[tuple[tuple[str, ...], str], Fact] = {}
     for item in items:
         key = (item.namespace, item.key)
-        if key not in facts and (
-            fact := store.fact_at(*namespaces.split(item.namespace), item.key)
-        ):
+        subject = namespaces.to_text(item.namespace)
+        if key not in facts and (fact := store.fact_at(episode.tenant_id, subject, item.key)):
             facts[key] = fact
     return list(facts.values())
 

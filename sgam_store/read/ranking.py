@@ -88,7 +88,8 @@ class Ranker:
 
     def facts(self, scope: Scope, query: str, limit: int, retrieval: RetrievalConfig) -> list[Fact]:
         """Ranked facts for `query` within `scope` (the read path's search step)."""
-        op = SearchOp((scope.tenant,) if scope.tenant else (), query=query, limit=limit)
+        prefix = self._engine.layout.absolute(scope.tenant, ()) if scope.tenant else ()
+        op = SearchOp(prefix, query=query, limit=limit)
         vec = self.embed_queries([op]).get(0)
         with self._engine.reading() as conn:
             ranked = self.rank(conn, scope, op, vec, retrieval)[:limit]
@@ -143,16 +144,11 @@ class Ranker:
     def _small_scope(self, conn: Any, scope: Scope, op: SearchOp) -> dict[int, int] | None:
         """{fact_id: row_id} of a search scope deeper than its tenant that holds at most
         SMALL_SCOPE_MAX facts; None for any other scope."""
-        if len(op.namespace_prefix) < 2:
-            return None
+        tenant, prefix = search.narrow(self._engine, scope, op)
+        if tenant is None or len(prefix) <= self._engine.layout.tenant_at:
+            return None  # all tenants, or a whole tenant (or a shared scope of one)
         found = self._engine.reads.in_scope(
-            conn,
-            scope.at,
-            scope.known_at,
-            scope.tenant,
-            op.namespace_prefix,
-            op.filter,
-            SMALL_SCOPE_MAX + 1,
+            conn, scope.at, scope.known_at, tenant, prefix, op.filter, SMALL_SCOPE_MAX + 1
         )
         return found if len(found) <= SMALL_SCOPE_MAX else None
 
@@ -225,7 +221,7 @@ class Ranker:
         cache = self._mirror(conn, scope, query_vec)
         if cache is None:
             return lambda: None
-        tenant = search.tenant_of(scope, op)
+        tenant = search.tenant_of(self._engine, scope, op)
 
         def run() -> Scan:
             scan = cache.scan(query_vec, tenant)

@@ -109,24 +109,31 @@ def get_many(engine: Any, conn: Any, scope: Scope, ops: Sequence[GetOp]) -> list
     return [to_item(rows[k]) if k in rows else None for k in keys]
 
 
-def tenant_of(scope: Scope, op: SearchOp) -> str | None:
-    """The tenant a search is confined to, if any: the view's, or the prefix's first label."""
+def tenant_of(engine: Any, scope: Scope, op: SearchOp) -> str | None:
+    """The tenant a search is confined to, if any: the view's, or the one its prefix
+    names (the label at the layout's `tenant_at`)."""
     if scope.tenant is not None:
         return scope.tenant
-    return op.namespace_prefix[0] if op.namespace_prefix else None
+    return engine.layout.tenant_of(op.namespace_prefix)
+
+
+def narrow(engine: Any, scope: Scope, op: SearchOp) -> tuple[str | None, tuple[str, ...]]:
+    """(tenant, namespace prefix) of a search, as the engine's statements take them.
+
+    A prefix that is its tenant alone (tenant first) says no more than the tenant
+    condition in a current scope, where the index of current facts leads with the
+    tenant; it is dropped there. Past versions are reached by namespace, so it stays.
+    """
+    tenant, prefix = tenant_of(engine, scope, op), tuple(op.namespace_prefix)
+    if scope.current and engine.layout.tenant_at == 0 and prefix == (tenant,):
+        return tenant, ()
+    return tenant, prefix
 
 
 def listing(engine: Any, conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
     """Search without a query: newest first, exact offset/limit."""
     rows = engine.reads.listing(
-        conn,
-        scope.at,
-        scope.known_at,
-        scope.tenant,
-        op.namespace_prefix,
-        op.filter,
-        op.limit,
-        op.offset,
+        conn, scope.at, scope.known_at, *narrow(engine, scope, op), op.filter, op.limit, op.offset
     )
     return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
 
@@ -152,13 +159,7 @@ class Candidates:
             return
         scope, op = self.scope, self.op
         found = self.engine.reads.admitted(
-            self.conn,
-            scope.at,
-            scope.known_at,
-            scope.tenant,
-            op.namespace_prefix,
-            op.filter,
-            unknown,
+            self.conn, scope.at, scope.known_at, *narrow(self.engine, scope, op), op.filter, unknown
         )
         self.rows.update({fid: found.get(fid) for fid in unknown})
 
@@ -216,7 +217,7 @@ def vector_ranking(
     if scan is not None:
         return deepen(cached_vectors(scan), vector_depth(want), want, seen, first)
     capped = False
-    tenant = tenant_of(scope, op)
+    tenant = tenant_of(engine, scope, op)
 
     def knn(n: int) -> Batch:
         nonlocal capped
@@ -226,13 +227,7 @@ def vector_ranking(
     ranked = deepen(knn, vector_depth(want), want, seen)
     if len(ranked) < want and capped:
         return engine.reads.nearest_exact(
-            conn,
-            scope.at,
-            scope.known_at,
-            scope.tenant,
-            op.namespace_prefix,
-            op.filter,
-            query_vec,
+            conn, scope.at, scope.known_at, *narrow(engine, scope, op), op.filter, query_vec
         )
     return ranked
 
@@ -345,7 +340,7 @@ def keyword_match(
     terms = query_terms(op.query or "")
     if prune is not None:
         terms = drop_common_terms(engine, conn, terms, prune)
-    return engine.reads.keyword_query(conn, terms, tenant_of(scope, op))
+    return engine.reads.keyword_query(conn, terms, tenant_of(engine, scope, op))
 
 
 def keyword_depth(want: int) -> int:
@@ -389,9 +384,9 @@ def list_namespaces(
 ) -> list[tuple[str, ...]]:
     """Distinct namespaces of visible facts, matched label-wise, truncated to max_depth."""
     conditions = tuple(op.match_conditions or ())
-    texts = engine.reads.namespaces_under(
-        conn, scope.at, scope.known_at, scope.tenant, namespaces.literal_prefix(conditions)
-    )
+    prefix = namespaces.literal_prefix(conditions)
+    tenant = scope.tenant if scope.tenant is not None else engine.layout.tenant_of(prefix)
+    texts = engine.reads.namespaces_under(conn, scope.at, scope.known_at, tenant, prefix)
     found: set[tuple[str, ...]] = set()
     for text in texts:
         ns = namespaces.from_text(text)

@@ -193,7 +193,8 @@ def memory_tools(
         current = store.fact_at(scope.tenant_id, scope.subject, attr)
         if current is None:
             return f"Nothing is stored for {attr!r}."
-        store.delete(scope.namespace, attr)  # closes the open fact at now; history kept
+        namespace = store.layout.fact_namespace(scope.tenant_id, scope.subject)
+        store.delete(namespace, attr)  # closes the open fact at now; history kept
         return f"Forgot {scope.subject}.{attr} (fact {current.fact_id}, was {current.value!r})."
 
     @tool(parse_docstring=True)

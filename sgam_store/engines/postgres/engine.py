@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from psycopg import errors
 
+from sgam_store.core import namespaces
 from sgam_store.core.errors import StoreBusyError
 from sgam_store.engines.postgres import (
     backfill,
@@ -59,8 +60,9 @@ _open: contextvars.ContextVar[Any] = contextvars.ContextVar("sgam_pg_open", defa
 class TxCursor:
     """A cursor for one write transaction, remembering which keys it has locked."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, layout: namespaces.Layout) -> None:
         self.conn = conn
+        self.layout = layout  # which namespace label names a key's tenant
         self.cursor = conn.cursor()
         self.locked: set[tuple[str, str]] = set()
         self.tenants: set[str] = set()  # tenants held shared (any write) or exclusively
@@ -100,7 +102,10 @@ class PostgresEngine:
         text_search_config: str = "simple",
         pool_size: int = 8,
         prepare_threshold: int | None = 5,
+        tenant_at: int | None = None,
     ) -> None:
+        self.requested_tenant_at = tenant_at
+        self.layout = namespaces.Layout(tenant_at or 0)  # settled by setup()
         self.schema = connection.check_schema_name(schema)
         self.text_search_config = text_search_config
         self.pool = connection.open_pool(
@@ -113,6 +118,8 @@ class PostgresEngine:
         """Create or upgrade the schema (idempotent; safe across processes)."""
         with self.pool.connection() as conn:
             migrations.migrate(conn, self.schema, self.text_search_config)
+            tenant_at = migrations.settle_tenant_at(conn, self.requested_tenant_at)
+            self.layout = namespaces.Layout(tenant_at)
             if self.dims is not None:
                 migrations.ensure_vector_table(conn, self.dims)
         self.ready = True
@@ -154,10 +161,10 @@ class PostgresEngine:
         locks them all first, before its instant is taken (see `versions.StaleInstant`)."""
         outer = _open.get()
         if outer is not None:  # nested in an open transaction: part of it
-            return body(TxCursor(outer))
+            return body(TxCursor(outer, self.layout))
         with self.pool.connection() as conn, conn.transaction():
             token = _open.set(conn)
-            cur = TxCursor(conn)
+            cur = TxCursor(conn, self.layout)
             try:
                 versions.lock_keys(cur, sorted(prelock))
                 return body(cur)

@@ -13,6 +13,7 @@ from typing import Any
 
 from psycopg import sql
 
+from sgam_store.core import namespaces
 from sgam_store.core.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -256,6 +257,22 @@ def migrate(conn: Any, schema: str, text_search_config: str) -> int:
             (str(LATEST),),
         )
         _check_config(cur, text_search_config)
+    return found
+
+
+def settle_tenant_at(conn: Any, requested: int | None) -> int:
+    """Record the namespace layout's `tenant_at` once, and return the database's: a
+    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`)."""
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
+        has_facts = cur.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
+        found = namespaces.settle_tenant_at(row and row[0], requested, bool(has_facts))
+        if row is None:
+            cur.execute(
+                "INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', %s)", (str(found),)
+            )
     return found
 
 

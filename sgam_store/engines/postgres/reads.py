@@ -4,8 +4,8 @@ selection), with the same arguments and results.
 
 What differs from SQLite, and why:
 - Namespace prefixes use `starts_with` (no pattern characters to escape, unlike GLOB or
-  LIKE), plus the prefix's tenant label as `tenant_id`: every namespace begins with its
-  tenant, and the current-facts index leads with the tenant.
+  LIKE); the tenant a prefix names arrives as `tenant` (the current-facts index leads
+  with it).
 - Keywords: `fact_keywords.tsv` with the store's text-search configuration (read from
   `sgam_meta` inside each statement), ranked by `ts_rank_cd` mapped to r / (1 + r) in
   [0, 1). That is cover density, not BM25: the order within a query differs from SQLite's.
@@ -62,16 +62,11 @@ def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[st
 
 def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
     """Namespaces under `prefix` at label boundaries ('foo' never matches 'foobar'). The
-    first label is the tenant, so a prefix of the tenant alone is `tenant_id` alone."""
+    tenant a prefix names arrives as `tenant` (`search.narrow`), for the indexes."""
     if not prefix:
         return "TRUE", []
-    if len(prefix) == 1:
-        return "f.tenant_id = %s", [prefix[0]]
     text = namespaces.to_text(prefix)
-    return (
-        "f.tenant_id = %s AND (f.namespace = %s OR starts_with(f.namespace, %s))",
-        [prefix[0], text, text + namespaces.SEP],
-    )
+    return "(f.namespace = %s OR starts_with(f.namespace, %s))", [text, text + namespaces.SEP]
 
 
 def _search_scope(
@@ -84,9 +79,8 @@ def _search_scope(
     """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
     cond, params = _scope(at, known_at, tenant)
     ns_sql, ns_params = _prefix_sql(prefix)
-    one_tenant = tenant if tenant is not None else (prefix[0] if prefix else None)
     current = at is None and known_at is None
-    flt_sql, flt_params = filter_sql(filter, one_tenant if current else None)
+    flt_sql, flt_params = filter_sql(filter, tenant if current else None)
     return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
 
 

@@ -50,10 +50,10 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     The instant must follow every version it may retire (`known_from <= known_to`), and
     writers in other processes, or on other machines, stamp with their own clocks.
     """
-    todo = sorted({k for k in keys if k not in cur.locked and _tenant(k) not in cur.owned})
+    todo = sorted({k for k in keys if k not in cur.locked and _tenant(cur, k) not in cur.owned})
     if not todo:
         return
-    _share_tenants(cur, {_tenant(k) for k in todo})
+    _share_tenants(cur, {_tenant(cur, k) for k in todo})
     _advisory_locks(cur, "pg_advisory_xact_lock", [f"{ns}\x1f{attr}" for ns, attr in todo])
     cur.locked.update(todo)
     newest = cur.execute(
@@ -78,8 +78,8 @@ def _advisory_locks(cur: Any, function: str, names: list[str]) -> None:
     )
 
 
-def _tenant(key: tuple[str, str]) -> str:
-    return key[0].split(namespaces.SEP, 1)[0]
+def _tenant(cur: Any, key: tuple[str, str]) -> str:
+    return cur.layout.split(namespaces.from_text(key[0]))[0]
 
 
 def _tenant_lock(tenant: str) -> str:

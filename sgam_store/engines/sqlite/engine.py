@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from sgam_store.core import namespaces
 from sgam_store.core.errors import StoreBusyError
 from sgam_store.engines.sqlite import (
     backfill,
@@ -53,8 +54,11 @@ class SQLiteEngine:
     transfer = transfer  # whole-store export and import (sgam copy)
     filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
-    def __init__(self, target: str | Any, *, dims: int | None = None) -> None:
-        """`dims`: the vector table's dimensions when the store has an index config."""
+    def __init__(
+        self, target: str | Any, *, dims: int | None = None, tenant_at: int | None = None
+    ) -> None:
+        """`dims`: the vector table's dimensions when the store has an index config;
+        `tenant_at`: where namespaces name their tenant (None: as the database says)."""
         self.owns_connection = isinstance(target, str)
         self.conn = (
             connection.connect(target, check=migrations.check_owned)
@@ -65,12 +69,18 @@ class SQLiteEngine:
         # take this lock (reentrant: a transaction body reads through the same methods).
         self.lock = threading.RLock()
         self.dims = dims
+        self.requested_tenant_at = tenant_at
+        self.layout = namespaces.Layout(tenant_at or 0)  # settled by setup()
         self.ready = False
 
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe across processes)."""
         with self.lock:
             connection.retry_busy(lambda: migrations.migrate(self.conn))
+            tenant_at = connection.retry_busy(
+                lambda: migrations.settle_tenant_at(self.conn, self.requested_tenant_at)
+            )
+            self.layout = namespaces.Layout(tenant_at)
             dims = self.dims
             if dims is not None:
                 connection.retry_busy(lambda: migrations.ensure_vector_table(self.conn, dims))

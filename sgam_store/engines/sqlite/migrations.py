@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.core import namespaces
 from sgam_store.core.errors import DimensionMismatchError, ForeignDatabaseError, SchemaVersionError
 
 FACTS_DDL = """
@@ -274,6 +275,26 @@ def migrate(conn: Any) -> int:
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+            conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+def settle_tenant_at(conn: Any, requested: int | None) -> int:
+    """Record the namespace layout's `tenant_at` once, and return the database's: a
+    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
+        has_facts = conn.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
+        found = namespaces.settle_tenant_at(row and row[0], requested, bool(has_facts))
+        if row is None:
+            conn.execute(
+                "INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', ?)", (str(found),)
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
     return found

@@ -55,14 +55,11 @@ def _search_scope(
     filter: dict[str, Any] | None,
 ) -> tuple[str, list[Any]]:
     """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
+    # A current scope of a tenant alone arrives with no prefix (`search.narrow`): one
+    # range of facts_current_ns, not an OR of two index searches (a filtered listing at
+    # 20k: 2.18 -> 1.75 ms).
     cond, params = _scope(at, known_at, tenant)
-    if len(prefix) == 1 and at is None and known_at is None:
-        # The tenant alone, current facts: one range of facts_current_ns, not an OR of two
-        # index searches (a filtered listing at 20k: 2.18 -> 1.75 ms). Past versions have
-        # no tenant index, so point-in-time scopes keep the namespace condition.
-        ns_sql, ns_params = "f.tenant_id = ?", [prefix[0]]
-    else:
-        ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
     flt_sql, flt_params = filter_sql(filter)
     return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
 

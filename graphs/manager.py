@@ -1,4 +1,5 @@
-"""The background memory manager: record episodes, extract candidates, consolidate.
+"""The background memory manager: record episodes, extract candidates, consolidate, and
+review new memories that may correct old ones.
 
 For each user message not yet extracted: record it as an episode (or reuse the one the
 agent's hot path recorded), show the model the episode and the subject's current values
@@ -6,6 +7,9 @@ agent's hot path recorded), show the model the episode and the subject's current
 to `sgam_store.managers.consolidation.consolidate`, which holds weak ones as candidates and sends
 the rest through the write service (`apply_updates`) in one transaction, marking the
 episode extracted. Nothing here calls `put`; the model never names a tenant or episode.
+Then memories written by `put` under new keys (LangMem's tools write a correction that
+way) are reviewed against the current ones they resemble
+(`sgam_store.managers.supersession`); the model is asked only when one resembles another.
 
 Two forms:
 - `memory_manager_node(...)`: a node for your own graph (any state with `messages`);
@@ -35,6 +39,7 @@ from sgam_store import (
     consolidate,
     extract_candidates,
     is_extracted,
+    resolve_supersessions,
     sweep_candidates,
 )
 from sgam_store.tools import (
@@ -51,6 +56,7 @@ from sgam_store.tools import (
 class ManagerState(MessagesState, total=False):
     episode_ids: list[str]  # episodes of this run still to extract
     memory_report: list[dict[str, Any]]  # per episode: written, held, promoted, rejected
+    supersession_report: dict[str, Any]  # new memories reviewed, and the decisions
 
 
 # ---------------------------------------------------------------- the manager's steps
@@ -200,7 +206,8 @@ def build_memory_manager(
     checkpointer: Any = None,
     name: str = "memory_manager",
 ) -> Any:
-    """The standalone manager: record_episodes -> extract -> sweep_candidates.
+    """The standalone manager: record_episodes -> extract -> review_new_memories ->
+    sweep_candidates.
 
     Input: `{"messages": [...]}` (the conversation, or just new user messages); output
     `memory_report`. On a server, the store comes from langgraph.json; locally pass
@@ -235,6 +242,16 @@ def build_memory_manager(
             out.append(report(episode, result))
         return {"memory_report": out}
 
+    def review(
+        state: ManagerState, config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        scope = resolve_scope(config, runtime.context)
+        store = require_store(runtime.store)
+        llm = model or (lambda: chat_model(config, runtime.context, memory=True))
+        done = resolve_supersessions(store, llm, tenant_id=scope.tenant_id)
+        decisions = [(d.decision, d.new_fact_id, d.old_fact_id) for d in done.decisions]
+        return {"supersession_report": {"reviewed": done.reviewed, "decisions": decisions}}
+
     def sweep(
         state: ManagerState, config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
@@ -245,10 +262,12 @@ def build_memory_manager(
     graph = StateGraph(ManagerState, context_schema=MemoryContext)
     graph.add_node("record_episodes", record_episodes)
     graph.add_node("extract", extract)
+    graph.add_node("review_new_memories", review)
     graph.add_node("sweep_candidates", sweep)
     graph.add_edge(START, "record_episodes")
     graph.add_edge("record_episodes", "extract")
-    graph.add_edge("extract", "sweep_candidates")
+    graph.add_edge("extract", "review_new_memories")
+    graph.add_edge("review_new_memories", "sweep_candidates")
     graph.add_edge("sweep_candidates", END)
     return graph.compile(store=store, checkpointer=checkpointer, name=name)
 

@@ -30,7 +30,7 @@ from sgam_store.core.errors import (
     TenantScopeError,
     ValueTooLargeError,
 )
-from sgam_store.core.models import Fact, MemoryFact, PurgeReport
+from sgam_store.core.models import Fact, MemoryFact, PurgeReport, SupersessionDecision
 from sgam_store.core.namespaces import fact_namespace
 from sgam_store.core.schema_migration import TransformRegistry, register_transform
 from sgam_store.engines.sqlite.connection import connect
@@ -53,12 +53,19 @@ from sgam_store.managers.consolidation import (
     sweep_candidates,
 )
 from sgam_store.managers.extraction import extract_candidates, extract_updates, extraction_messages
+from sgam_store.managers.supersession import (
+    ReviewReport,
+    SupersessionVerdicts,
+    create_supersession_manager,
+    resolve_supersessions,
+)
 from sgam_store.read.embeddings import LOCAL_DIMS, LocalMiniLM, default_index, local_available
 from sgam_store.store import SGAMStore
 from sgam_store.views import View
 from sgam_store.write.candidates import MemoryUpdate, normalize_attribute, normalize_subject
 from sgam_store.write.schemas import AttributeSpec, MemorySchema
 from sgam_store.write.service import Rejection, Supersession, WriteResult
+from sgam_store.write.supersession import Verdict
 
 __all__ = [
     "SGAMStore",
@@ -87,6 +94,12 @@ __all__ = [
     "list_candidates",
     "sweep_candidates",
     "is_extracted",
+    "resolve_supersessions",
+    "create_supersession_manager",
+    "ReviewReport",
+    "SupersessionVerdicts",
+    "SupersessionDecision",
+    "Verdict",
     "normalize_subject",
     "normalize_attribute",
     "fact_namespace",

@@ -51,10 +51,11 @@ from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
 from sgam_store.read.search import Scope
-from sgam_store.write import service
+from sgam_store.write import service, supersession
 from sgam_store.write.facts import FactWriter
 
 if TYPE_CHECKING:
+    from sgam_store.core.models import SupersessionDecision
     from sgam_store.ledger.policies import ConflictPolicy
     from sgam_store.write.candidates import MemoryUpdate
     from sgam_store.write.schemas import MemorySchema
@@ -114,6 +115,7 @@ class SGAMStore(BaseStore):
         "facts",
         "index_config",
         "retrieval",
+        "review_new_keys",
         "ttl_config",
     )
 
@@ -128,6 +130,7 @@ class SGAMStore(BaseStore):
         retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
         vector_cache: bool = True,
         tenant_at: int | None = None,
+        review_new_keys: bool = True,
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
@@ -137,7 +140,9 @@ class SGAMStore(BaseStore):
         4 bytes x dims per fact). `tenant_at`: which namespace label names the tenant,
         e.g. 1 for LangMem's ("memories", user_id); recorded at `setup()`, and None takes
         the database's (0 for a new one). Another than the recorded one raises
-        ConfigurationError."""
+        ConfigurationError. `review_new_keys`: a put of a new key queues it for the
+        memory manager's supersession review (a correction written as a new memory,
+        LangMem's way; see `managers.supersession`)."""
         self._spec = IndexSpec.from_config(index) if index else None
         dims = self._spec.dims if self._spec else None
         self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
@@ -145,6 +150,7 @@ class SGAMStore(BaseStore):
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
         self.default_source = default_source
+        self.review_new_keys = review_new_keys
         self.retrieval = (
             retrieval
             if isinstance(retrieval, search.RetrievalConfig)
@@ -307,14 +313,20 @@ class SGAMStore(BaseStore):
     ) -> None:
         """Write prepared puts; `source` and `starts` (valid_from per put) override the
         run's provenance and "now" (an import's item times). Either way each put becomes
-        its key's current version."""
+        its key's current version. Searchable puts of new keys are queued for review,
+        except an import's (a copy of another store's settled state)."""
+        review = self.review_new_keys and source is None
         source = source or provenance(self.default_source)
         ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
+        new_keys: list[tuple[int, str]] = []
         for n, put in enumerate(puts):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
                 ledger.close_fact(tx, ns_text, put.op.key)
                 continue
+            tail = tx.tails.get((ns_text, put.op.key))
+            is_new = review and put.op.index is not False and tail is not None
+            is_new = is_new and tail.latest is None
             tenant, subject = tx.layout.split(put.op.namespace)
             fact = MemoryFact.model_construct(
                 tenant_id=tenant,
@@ -335,7 +347,7 @@ class SGAMStore(BaseStore):
                 retention_policy=None,
                 expires_at=None,
             )
-            self.facts.write(
+            row_id = self.facts.write(
                 tx,
                 fact,
                 put.vectors,
@@ -344,6 +356,9 @@ class SGAMStore(BaseStore):
                 encoded=put.encoded,
                 keyword=put.keyword,
             )
+            if is_new:
+                new_keys.append((row_id, tenant))  # a new fact's id is its first row id
+        supersession.queue_new_keys(tx, new_keys)
         self.facts.finish(tx)
 
     # ------------------------------------------------------------------ moving in
@@ -528,9 +543,34 @@ class SGAMStore(BaseStore):
     def history(
         self, tenant_id: str, subject: str, attribute: str, known_at: clock.Timestamp | None = None
     ) -> list[Fact]:
-        """Every fact of the key, ordered by valid_from, as believed now or at `known_at`."""
+        """Every fact of the key, ordered by valid_from, as believed now or at `known_at`;
+        then the memories of other keys it superseded (a correction written as a new
+        memory, see `apply_supersession`), each chain link before the fact it links to."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
-        return ledger.history(self.engine, ns, attribute, _ts(known_at))
+        facts = ledger.history(self.engine, ns, attribute, _ts(known_at))
+        return ledger.predecessors(self.engine, facts, _ts(known_at)) + facts
+
+    # corrections written as new memories (logic in write/supersession.py)
+
+    def apply_supersession(
+        self, new_fact_id: int, verdicts: Sequence[supersession.Verdict], *, decided_by: str
+    ) -> list[SupersessionDecision]:
+        """Record the review of a new memory: each verdict about a current memory it may
+        restate. A "supersedes" one closes that memory where the new one starts and
+        links the two (`supersedes_fact_id`); the others change no fact."""
+        self._ensure_ready()
+        return supersession.apply(self.facts, new_fact_id, verdicts, decided_by)
+
+    def undo_supersession(self, decision_id: int) -> Fact:
+        """Take back a "supersedes" decision with history intact; return the restored fact."""
+        self._ensure_ready()
+        return supersession.undo(self.facts, decision_id)
+
+    def supersession_decisions(self, fact: Fact | int) -> list[SupersessionDecision]:
+        """The review decisions that name this fact, as the new memory or the old one."""
+        self._ensure_ready()
+        fact_id = fact.fact_id if isinstance(fact, Fact) else fact
+        return supersession.decisions_touching(self.engine, [fact_id])
 
     def ledger(
         self,

@@ -111,6 +111,10 @@ STATEMENTS: dict[str, frozenset[str]] = {
         {"erase", "purge", "purge_episode", "delete_vectors", "execute", "vacuum"}
     ),
     "stats": frozenset({"collect_stats"}),
+    # Corrections written as new keys: the review queue and its decisions.
+    "supersession": frozenset(
+        {"enqueue", "queued", "dequeue", "record", "by_id", "touching", "mark_undone"}
+    ),
     "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
 }
 
@@ -132,9 +136,18 @@ TRANSFER_COLUMNS: dict[str, str] = {
     "promoted_by, promoted_at",
     "candidate_support": "candidate_id, episode_id, payload, confidence, recorded_at",
     "episode_extractions": "episode_id, extracted_at, extractor",
+    "supersession_queue": "fact_id, tenant_id, queued_at",
+    "supersession_decisions": "decision_id, tenant_id, new_fact_id, old_fact_id, decision, "
+    "score, reason, evidence, decided_by, decided_at, undone_at",
 }
 # How each table is read out, so a copy is written in its original order.
-TRANSFER_ORDER = {"facts": "row_id", "memory_candidates": "candidate_id", "backfill_log": "log_id"}
+TRANSFER_ORDER = {
+    "facts": "row_id",
+    "memory_candidates": "candidate_id",
+    "backfill_log": "log_id",
+    "supersession_queue": "fact_id",
+    "supersession_decisions": "decision_id",
+}
 TRANSFER_TABLES = (*TRANSFER_COLUMNS, "keywords", "vectors")
 
 
@@ -151,6 +164,7 @@ class Engine(Protocol):
     backfill: Any
     erasure: Any
     stats: Any
+    supersession: Any
     transfer: Any
 
     def setup(self) -> None:

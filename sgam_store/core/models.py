@@ -6,6 +6,7 @@ who said it, which tenant, what it replaced, how long to keep).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -137,6 +138,33 @@ class ImportReport:
     written: int = 0
     unchanged: int = 0
     expired: int = 0
+
+
+@dataclass(frozen=True)
+class SupersessionDecision:
+    """What the memory manager decided about a new memory and one current memory it may
+    replace: "supersedes" (the old one was closed where the new one starts),
+    "independent" or "duplicate" (both left as they were), with the reason and the
+    evidence it was shown. `undone_at` is set once the decision was taken back."""
+
+    decision_id: int
+    tenant_id: str
+    new_fact_id: int
+    old_fact_id: int
+    decision: str
+    score: float | None
+    reason: str
+    evidence: dict[str, Any]
+    decided_by: str
+    decided_at: str
+    undone_at: str | None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> SupersessionDecision:
+        """From an engine's decision row (evidence as JSON text)."""
+        fields = list(row)
+        fields[7] = json.loads(fields[7])
+        return cls(*fields)
 
 
 StoredKey = tuple[str, str]  # (namespace as stored text, attribute)

@@ -116,13 +116,16 @@ def ledger_tables(facts: Sequence[Fact], title: str) -> Group:
 
 
 def history_view(facts: Sequence[Fact], said: dict[int, str]) -> Group:
-    """One key's facts with what their source said, then the supersedes chain."""
-    first = facts[0]
-    title = f"{first.tenant_id} · {key_of(first)}"
+    """One key's facts with what their source said, then the supersedes chain. Memories of
+    other keys it superseded (a correction written as a new memory) come first, keyed."""
+    last = facts[-1]
+    title = f"{last.tenant_id} · {key_of(last)}"
+    keyed = len({key_of(f) for f in facts}) > 1
     columns = ("fact", "value", "valid from", "valid to", "supersedes", "source", "said")
-    table = _table(title, *columns)
+    table = _table(title, *(("key", *columns) if keyed else columns))
     for fact in facts:
         table.add_row(
+            *((key_of(fact),) if keyed else ()),
             ref(fact.fact_id),
             shown(fact.value),
             short(fact.valid_from),

@@ -415,6 +415,26 @@ def history(engine: Any, ns: str, attribute: str, known_at: str | None = None) -
     return [row_to_fact(r) for r in rows]
 
 
+def predecessors(
+    engine: Any, facts: list[Fact], known_at: str | None = None, depth: int = 8
+) -> list[Fact]:
+    """The history of the other keys whose facts `facts` (one key's) superseded:
+    corrections written as new memories link across keys. Oldest link first, up to
+    `depth` keys back; links within the key (a policy's replacement) are not followed."""
+    ids = {f.fact_id for f in facts}
+    links = [f.supersedes_fact_id for f in facts if f.supersedes_fact_id not in (None, *ids)]
+    if not links or depth == 0:
+        return []
+    key = (namespaces.to_text(facts[0].namespace), facts[0].attribute)
+    with engine.reading() as conn:
+        rows = [engine.versions.latest_of(conn, fact_id) for fact_id in links]
+    other = [r for r in rows if r is not None and (r.namespace, r.attribute) != key]
+    if not other:  # erased since, or links within this key
+        return []
+    earlier = history(engine, other[0].namespace, other[0].attribute, known_at)
+    return predecessors(engine, earlier, known_at, depth - 1) + earlier
+
+
 def believed(
     engine: Any,
     tenant_id: str | None = None,

@@ -35,6 +35,7 @@ from sgam_store.engines.postgres import (
     reads,
     retention,
     stats,
+    supersession,
     transfer,
     versions,
 )
@@ -86,6 +87,7 @@ class PostgresEngine:
     indexing = indexing
     episodes = episodes
     candidates = candidates
+    supersession = supersession
     retention = retention
     backfill = backfill
     erasure = erasure

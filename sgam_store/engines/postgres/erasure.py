@@ -52,6 +52,8 @@ TABLES = (
     "episodes",
     "ended_sessions",
     "memory_candidates",
+    "supersession_queue",
+    "supersession_decisions",
 )
 # Rows removed by ON DELETE CASCADE (and the last-support trigger) with an episode or
 # candidate: a secure erasure vacuums them too.
@@ -151,6 +153,15 @@ def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> Purg
     deleted["backfill_log"] = cur.execute(f"DELETE FROM backfill_log WHERE {_F}", (facts,)).rowcount
     deleted["episodes"] = cur.execute(
         "DELETE FROM episodes WHERE episode_id = ANY(%s::text[])", (eps,)
+    ).rowcount
+    # A review decision quotes both memories' values: it goes with either of them.
+    deleted["supersession_queue"] = cur.execute(
+        f"DELETE FROM supersession_queue WHERE {_F}", (facts,)
+    ).rowcount
+    deleted["supersession_decisions"] = cur.execute(
+        "DELETE FROM supersession_decisions WHERE new_fact_id = ANY(%s::bigint[]) "
+        "OR old_fact_id = ANY(%s::bigint[])",
+        (facts, facts),
     ).rowcount
     return report
 

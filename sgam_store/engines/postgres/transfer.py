@@ -72,11 +72,15 @@ def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
 
 
 def finish(cur: Any) -> None:
-    """Move the row-id sequence and the candidates' identity past the copied ids."""
+    """Move the row-id sequence and the identities past the copied ids."""
     cur.execute(
         "SELECT setval('facts_row_ids', GREATEST((SELECT COALESCE(MAX(row_id), 0) FROM facts), 1))"
     )
-    cur.execute(
-        "SELECT setval(pg_get_serial_sequence('memory_candidates', 'candidate_id'), "
-        "GREATEST((SELECT COALESCE(MAX(candidate_id), 0) FROM memory_candidates), 1))"
-    )
+    for table, column in (
+        ("memory_candidates", "candidate_id"),
+        ("supersession_decisions", "decision_id"),
+    ):
+        cur.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+            f"GREATEST((SELECT COALESCE(MAX({column}), 0) FROM {table}), 1))"
+        )

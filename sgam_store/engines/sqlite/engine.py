@@ -28,6 +28,7 @@ from sgam_store.engines.sqlite import (
     reads,
     retention,
     stats,
+    supersession,
     transfer,
     versions,
 )
@@ -47,6 +48,7 @@ class SQLiteEngine:
     indexing = indexing  # keyword and vector rows of a transaction
     episodes = episodes
     candidates = candidates  # the memory manager's candidate tables
+    supersession = supersession  # new keys awaiting review, and the decisions taken
     retention = retention  # which rows a retention policy or ended session reaches
     backfill = backfill  # re-embedding
     erasure = erasure

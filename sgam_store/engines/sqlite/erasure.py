@@ -62,6 +62,8 @@ TABLES = (
     "ended_sessions",
     "tenants",
     "memory_candidates",
+    "supersession_queue",
+    "supersession_decisions",
 )
 
 
@@ -156,6 +158,14 @@ def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> Purg
     ).rowcount
     deleted["episodes"] = cur.execute(
         f"DELETE FROM episodes WHERE episode_id {in_json}", (e,)
+    ).rowcount
+    # A review decision quotes both memories' values: it goes with either of them.
+    deleted["supersession_queue"] = cur.execute(
+        f"DELETE FROM supersession_queue WHERE fact_id {in_json}", (f,)
+    ).rowcount
+    deleted["supersession_decisions"] = cur.execute(
+        f"DELETE FROM supersession_decisions WHERE new_fact_id {in_json} OR old_fact_id {in_json}",
+        (f, f),
     ).rowcount
     return report
 

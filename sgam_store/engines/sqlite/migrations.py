@@ -210,7 +210,34 @@ V3 = [
        WHERE valid_to IS NULL AND known_to IS NULL""",
 ]
 
-MIGRATIONS: list[list[str]] = [V1, V2, V3]
+# V4: corrections written as new memories (LangMem writes each memory under a new key).
+# A put of a new key queues it; the memory manager looks for the current memories it may
+# replace and records each decision with its evidence (managers/supersession.py).
+V4 = [
+    """CREATE TABLE supersession_queue (
+        fact_id   INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        queued_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX supersession_queue_tenant ON supersession_queue (tenant_id, fact_id)",
+    """CREATE TABLE supersession_decisions (
+        decision_id INTEGER PRIMARY KEY,
+        tenant_id   TEXT NOT NULL,
+        new_fact_id INTEGER NOT NULL,
+        old_fact_id INTEGER NOT NULL,
+        decision    TEXT NOT NULL CHECK (decision IN ('supersedes', 'independent', 'duplicate')),
+        score       REAL,
+        reason      TEXT NOT NULL,
+        evidence    TEXT NOT NULL CHECK (json_valid(evidence)),
+        decided_by  TEXT NOT NULL,
+        decided_at  TEXT NOT NULL,
+        undone_at   TEXT
+    )""",
+    "CREATE INDEX supersession_decisions_new ON supersession_decisions (new_fact_id)",
+    "CREATE INDEX supersession_decisions_old ON supersession_decisions (old_fact_id)",
+]
+
+MIGRATIONS: list[list[str]] = [V1, V2, V3, V4]
 LATEST = len(MIGRATIONS)
 
 

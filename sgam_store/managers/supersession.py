@@ -1,0 +1,250 @@
+"""The memory manager's supersession review: does a new memory correct an old one?
+
+LangMem's tools and manager write a changed fact as a new memory under a new key, so the
+old value stays current and search returns both (the stale answer SGAM exists to
+prevent). Each put of a new key is queued (`SGAMStore(review_new_keys=True)`, the
+default). This review, run off the hot path:
+
+1. finds the queued memory's likely predecessors: current memories of the same tenant and
+   namespace (the subject), close to it by the store's own search (vector and keyword);
+2. shows the model the new memory, each candidate and their sources, and asks, in
+   structured output, "supersedes", "independent" or "duplicate" for each;
+3. records every answer with its evidence; only "supersedes" closes the old memory, at
+   the new one's valid_from, and links the two (`write/supersession.py`).
+
+Similarity only nominates: two people's passport deadlines look alike and stay two facts
+unless the model says one replaces the other. A wrong decision is undone with
+`SGAMStore.undo_supersession`, history intact. Until the review runs, search returns both
+memories, as any store would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from pydantic import BaseModel, Field
+
+from sgam_store.core import namespaces
+from sgam_store.core.models import Fact, SupersessionDecision
+from sgam_store.write.supersession import Verdict, dismiss
+
+if TYPE_CHECKING:
+    from sgam_store.store import SGAMStore
+
+CANDIDATES = 3  # likely predecessors shown to the model per new memory
+MIN_SCORE = 0.3  # below this search score a memory is not nominated
+BATCH = 50  # queued memories reviewed per run
+
+INSTRUCTIONS = """\
+You review a user's long-term memory. A new memory was just saved. For each existing \
+memory listed, decide:
+- "supersedes": the new memory states a changed value of the same fact about the same \
+thing, so the existing one is no longer true (a correction or an update);
+- "duplicate": the new memory says the same thing as the existing one;
+- "independent": it is about something else (another person, trip, document or \
+attribute), however similar the wording.
+Looking alike is not enough: Mira's deadline and Ana's deadline are independent. \
+Answer once per existing memory, by its number, with a short reason."""
+
+
+class MemoryVerdict(BaseModel):
+    """The decision about one existing memory."""
+
+    candidate: int = Field(description="The existing memory's number, as listed.")
+    decision: Literal["supersedes", "independent", "duplicate"]
+    reason: str = Field(description="Why, in a sentence.")
+
+
+class SupersessionVerdicts(BaseModel):
+    """One verdict per existing memory listed."""
+
+    verdicts: list[MemoryVerdict]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A current memory the new one may restate, and how close search found it."""
+
+    fact: Fact
+    score: float
+
+
+@dataclass(frozen=True)
+class Review:
+    """A queued new memory and its likely predecessors."""
+
+    new: Fact
+    candidates: list[Candidate]
+
+
+@dataclass
+class ReviewReport:
+    """What a review run did."""
+
+    reviewed: int = 0
+    dismissed: int = 0  # nothing resembled them, or they were no longer current
+    decisions: list[SupersessionDecision] = field(default_factory=list)
+
+    @property
+    def superseded(self) -> list[SupersessionDecision]:
+        return [d for d in self.decisions if d.decision == "supersedes"]
+
+
+def memory_text(value: Any) -> str:
+    """The words of a memory's value (its strings, nested), as a search query; of
+    LangMem's {"kind": ..., "content": ...} shape, its content."""
+    if isinstance(value, dict) and "content" in value:
+        return memory_text(value["content"])
+    if isinstance(value, dict):
+        return " ".join(memory_text(v) for v in value.values())
+    if isinstance(value, list):
+        return " ".join(memory_text(v) for v in value)
+    return value if isinstance(value, str) else str(value)
+
+
+def likely_predecessors(
+    store: SGAMStore, new: Fact, *, limit: int = CANDIDATES, min_score: float = MIN_SCORE
+) -> list[Candidate]:
+    """Current memories of the new one's tenant and namespace, other keys, that started
+    before it, ranked by the store's search for the new memory's text."""
+    relative = store.layout.relative(new.namespace)
+    view = store.for_tenant(new.tenant_id)
+    hits = view.search(relative, query=memory_text(new.value), limit=limit + 5)
+    found = []
+    for hit in hits:
+        if tuple(hit.namespace) != relative or hit.key == new.attribute:
+            continue
+        if hit.score is not None and hit.score < min_score:
+            continue
+        old = store.fact_at(new.tenant_id, new.subject, hit.key)
+        if old is not None and old.valid_from < new.valid_from:
+            found.append(Candidate(old, float(hit.score or 0.0)))
+    return found[:limit]
+
+
+def pending_reviews(
+    store: SGAMStore, tenant_id: str | None = None, *, limit: int = BATCH
+) -> tuple[list[Review], list[int]]:
+    """The queued memories with their candidates, and the queued ids with nothing to
+    decide (no longer current, or nothing like them)."""
+    store.setup()
+    with store.engine.reading() as conn:
+        queued = store.engine.supersession.queued(conn, tenant_id, limit)
+        rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
+    reviews, idle = [], []
+    for (fact_id, _), row in zip(queued, rows, strict=True):
+        new = _current(store, row) if row is not None else None
+        candidates = likely_predecessors(store, new) if new and new.fact_id == fact_id else []
+        if new is not None and candidates:
+            reviews.append(Review(new, candidates))
+        else:
+            idle.append(fact_id)
+    return reviews, idle
+
+
+def _current(store: SGAMStore, row: Any) -> Fact | None:
+    """The open fact of a stored version's key, if the version is still believed open."""
+    if row.valid_to is not None or row.known_to is not None:
+        return None
+    tenant, subject = store.layout.split(namespaces.from_text(row.namespace))
+    return store.fact_at(tenant, subject, row.attribute)
+
+
+def review_messages(store: SGAMStore, review: Review) -> list[Any]:
+    """The model's input: instructions, the new memory and each candidate, with sources."""
+    lines = [f"New memory: {_describe(store, review.new)}", "", "Existing memories:"]
+    lines += [f"{n}. {_describe(store, c.fact)}" for n, c in enumerate(review.candidates, 1)]
+    return [SystemMessage(INSTRUCTIONS), HumanMessage("\n".join(lines))]
+
+
+def decide(store: SGAMStore, model: BaseChatModel, review: Review) -> list[Verdict]:
+    """Ask the model about each candidate; verdicts naming no listed candidate are dropped
+    (a candidate left unanswered stays as it is)."""
+    answer = model.with_structured_output(SupersessionVerdicts).invoke(
+        review_messages(store, review)
+    )
+    verdicts = answer.verdicts if isinstance(answer, SupersessionVerdicts) else []
+    out: dict[int, Verdict] = {}
+    for v in verdicts:
+        if 1 <= v.candidate <= len(review.candidates):
+            c = review.candidates[v.candidate - 1]
+            evidence = {"new": _evidence(store, review.new), "old": _evidence(store, c.fact)}
+            out[c.fact.fact_id] = Verdict(c.fact.fact_id, v.decision, v.reason, c.score, evidence)
+    return list(out.values())
+
+
+def resolve_supersessions(
+    store: SGAMStore,
+    model: BaseChatModel | Callable[[], BaseChatModel],
+    *,
+    tenant_id: str | None = None,
+    limit: int = BATCH,
+) -> ReviewReport:
+    """Review up to `limit` queued memories (of one tenant, or any): decide, record,
+    apply. Idempotent: a reviewed memory leaves the queue. `model` may be a function
+    that returns one, called only when some memory has candidates to decide on."""
+    reviews, idle = pending_reviews(store, tenant_id, limit=limit)
+    report = ReviewReport(reviewed=len(reviews), dismissed=len(idle))
+    dismiss(store.facts, idle)
+    if not reviews:
+        return report
+    llm = model if isinstance(model, BaseChatModel) else model()
+    by = f"model:{getattr(llm, 'model_name', None) or type(llm).__name__}"
+    for review in reviews:
+        verdicts = decide(store, llm, review)
+        report.decisions += store.apply_supersession(review.new.fact_id, verdicts, decided_by=by)
+    return report
+
+
+def create_supersession_manager(
+    model: BaseChatModel, *, store: SGAMStore | None = None, tenant_key: str = "langgraph_user_id"
+) -> RunnableLambda:
+    """The review as a Runnable, to run after LangMem's manager (`langmem_manager |
+    create_supersession_manager(model)`) or on its own under LangMem's
+    `ReflectionExecutor`. Its input is ignored; the tenant is `configurable[tenant_key]`
+    (LangMem's user id, the tenant under `tenant_at=1`), else every tenant's queue."""
+
+    def run(_: Any, config: RunnableConfig) -> ReviewReport:
+        target = store if store is not None else _graph_store()
+        tenant = (config.get("configurable") or {}).get(tenant_key)
+        return resolve_supersessions(target, model, tenant_id=tenant)
+
+    return RunnableLambda(run, name="supersession_review")
+
+
+def _graph_store() -> SGAMStore:
+    from langgraph.config import get_store
+
+    from sgam_store.store import SGAMStore
+
+    found = get_store()
+    if not isinstance(found, SGAMStore):
+        raise TypeError(f"the supersession review needs an SGAMStore, got {type(found).__name__}")
+    return found
+
+
+def _describe(store: SGAMStore, fact: Fact) -> str:
+    source = _source(store, fact)
+    return f"{memory_text(fact.value)!r} (since {fact.valid_from.isoformat()}; source: {source})"
+
+
+def _evidence(store: SGAMStore, fact: Fact) -> dict[str, Any]:
+    return {
+        "fact_id": fact.fact_id,
+        "key": fact.attribute,
+        "value": fact.value,
+        "valid_from": fact.valid_from.isoformat(),
+        "source": _source(store, fact),
+    }
+
+
+def _source(store: SGAMStore, fact: Fact) -> str:
+    """What said it: the episode's text, or the source marker (a thread, a run)."""
+    said = store.who_said(fact)
+    content = getattr(said, "content", None)
+    return f"{fact.source_episode_id}: {content!r}" if content else fact.source_episode_id

@@ -1,0 +1,177 @@
+"""Corrections written as new memories: what a review decision changes in the ledger.
+
+LangMem's tools and manager record a changed fact as a new memory under a new key, so
+the interval rule (one open fact per key) never sees the old value as replaced. A put of
+a new key is queued for review (`queue_new_keys`, in the put's own transaction); the
+memory manager (`managers/supersession.py`) asks a model about the current memories it
+may restate, and records each answer here. Only a "supersedes" decision changes facts:
+the old memory is closed where the new one starts (history kept) and the new one's
+`supersedes_fact_id` names it, across keys. `undo` takes a decision back without
+erasing anything: the old value is restored as a fact from that instant on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+from sgam_store import ledger
+from sgam_store.core import namespaces
+from sgam_store.core.errors import ConflictError, FactNotFoundError, InvalidFactError
+from sgam_store.core.models import Fact, FactRow, MemoryFact, SupersessionDecision
+from sgam_store.write.facts import FactWriter
+
+DECISIONS = ("supersedes", "independent", "duplicate")
+DECIDED_BY = "supersession"  # facts.decided_by on the versions a decision writes
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One decision about (new memory, old memory), before it is recorded."""
+
+    old_fact_id: int
+    decision: str
+    reason: str
+    score: float | None = None
+    evidence: dict[str, Any] | None = None
+
+
+def queue_new_keys(tx: ledger.Tx, facts: Sequence[tuple[int, str]]) -> None:
+    """Queue (fact_id, tenant_id) of memories written under keys that had no version."""
+    if facts:
+        tx.engine.supersession.enqueue(tx.cur, list(facts), tx.now)
+
+
+def apply(
+    facts: FactWriter, new_fact_id: int, verdicts: Sequence[Verdict], decided_by: str
+) -> list[SupersessionDecision]:
+    """Record each verdict on the new memory and apply the "supersedes" ones, in one
+    transaction; the memory leaves the review queue. A verdict about a memory that is
+    no longer current, or that does not start before the new one, is refused whole
+    (ConflictError): its premise no longer holds."""
+    for v in verdicts:
+        if v.decision not in DECISIONS:
+            raise InvalidFactError(f"decision must be one of {DECISIONS}, got {v.decision!r}")
+
+    def body(tx: ledger.Tx) -> list[int]:
+        new = _open_row(tx, new_fact_id)
+        ids = []
+        for v in verdicts:
+            old = _open_row(tx, v.old_fact_id)
+            if old.tenant_id != new.tenant_id or old.fact_id == new.fact_id:
+                raise InvalidFactError("a memory can only supersede another of its tenant")
+            if v.decision == "supersedes":
+                if old.valid_from >= new.valid_from:
+                    raise ConflictError(
+                        f"fact {old.fact_id} starts at {old.valid_from}, not before the new "
+                        f"memory ({new.valid_from}): it cannot be superseded by it"
+                    )
+                ledger.close_row(tx, old, new.valid_from)
+                new = _open_row(tx, new_fact_id)
+                ledger.append_version(
+                    tx, new, supersedes_fact_id=old.fact_id, decided_by=DECIDED_BY
+                )
+                new = _open_row(tx, new_fact_id)
+            ids.append(_record(tx, new, old.fact_id, v, decided_by))
+        tx.engine.supersession.dequeue(tx.cur, [new_fact_id])
+        facts.finish(tx)
+        return ids
+
+    return [decision(facts.engine, i) for i in facts.run(body)]
+
+
+def dismiss(facts: FactWriter, fact_ids: Sequence[int]) -> None:
+    """Take memories off the review queue with no decision (nothing resembles them, or
+    they are no longer current)."""
+    if fact_ids:
+        facts.run(lambda tx: tx.engine.supersession.dequeue(tx.cur, list(fact_ids)))
+
+
+def undo(facts: FactWriter, decision_id: int) -> Fact:
+    """Take back a "supersedes" decision: the old memory's value becomes current again
+    from the instant it was closed at, the new memory no longer names it, and the
+    decision is marked undone. Nothing is erased; `known_at` reads still show the
+    wrong belief for the time it was held. The restored fact keeps its first source
+    (who said it); `decided_by` names the undone decision. Returns the restored fact."""
+    found = decision(facts.engine, decision_id)
+    if found.decision != "supersedes" or found.undone_at is not None:
+        raise ConflictError(f"decision {decision_id} closed nothing, or was undone already")
+
+    def body(tx: ledger.Tx) -> int:
+        closed = tx.engine.versions.latest_of(tx.cur, found.old_fact_id)
+        if closed is None or closed.known_to is not None or closed.valid_to is None:
+            raise ConflictError(f"fact {found.old_fact_id} has changed since the decision")
+        new = _open_row(tx, found.new_fact_id, missing_ok=True)
+        if new is not None and new.supersedes_fact_id == found.old_fact_id:
+            ledger.append_version(tx, new, supersedes_fact_id=None, decided_by=None)
+        restored = _restoration(tx, closed)
+        vectors = facts.vectors_for(restored.value)
+        row_id = facts.write(tx, restored, vectors, decided_by=f"undo:{decision_id}")
+        tx.engine.supersession.mark_undone(tx.cur, decision_id, tx.now)
+        facts.finish(tx)
+        return row_id
+
+    row_id = facts.run(body)
+    with facts.engine.reading() as conn:
+        return ledger.row_to_fact(facts.engine.versions.by_row_id(conn, row_id))
+
+
+def decision(engine: Any, decision_id: int) -> SupersessionDecision:
+    with engine.reading() as conn:
+        row = engine.supersession.by_id(conn, decision_id)
+    if row is None:
+        raise FactNotFoundError(f"no supersession decision {decision_id}")
+    return SupersessionDecision.from_row(row)
+
+
+def decisions_touching(engine: Any, fact_ids: Sequence[int]) -> list[SupersessionDecision]:
+    with engine.reading() as conn:
+        rows = engine.supersession.touching(conn, list(fact_ids))
+    return [SupersessionDecision.from_row(r) for r in rows]
+
+
+@overload
+def _open_row(tx: ledger.Tx, fact_id: int) -> FactRow: ...
+@overload
+def _open_row(tx: ledger.Tx, fact_id: int, *, missing_ok: bool) -> FactRow | None: ...
+def _open_row(tx: ledger.Tx, fact_id: int, *, missing_ok: bool = False) -> FactRow | None:
+    """A fact's current version, looked up (and on PostgreSQL locked) by its key; one
+    that is gone or no longer current raises, or with `missing_ok` is None."""
+    latest = tx.engine.versions.latest_of(tx.cur, fact_id)
+    row = latest and tx.versions.open_version(tx.cur, latest.namespace, latest.attribute)
+    if row is not None and row.fact_id == fact_id:
+        return row
+    if missing_ok:
+        return None
+    if latest is None:
+        raise FactNotFoundError(f"no fact {fact_id}")
+    raise ConflictError(f"fact {fact_id} is no longer current")
+
+
+def _record(tx: ledger.Tx, new: FactRow, old_fact_id: int, v: Verdict, by: str) -> int:
+    evidence = json.dumps(v.evidence or {}, ensure_ascii=False, default=str)
+    return tx.engine.supersession.record(
+        tx.cur,
+        (new.tenant_id, new.fact_id, old_fact_id, v.decision, v.score, v.reason, evidence,
+         by, tx.now, None),
+    )  # fmt: skip
+
+
+def _restoration(tx: ledger.Tx, closed: FactRow) -> MemoryFact:
+    """The closed memory's value as a new fact of its key, from where it was closed."""
+    value = json.loads(closed.value)
+    tenant, subject = tx.layout.split(namespaces.from_text(closed.namespace))
+    return MemoryFact(
+        tenant_id=tenant,
+        subject=subject,
+        attribute=closed.attribute,
+        value=value["value"] if closed.scalar else value,
+        valid_from=closed.valid_to,
+        source_episode_id=closed.source_episode_id,
+        memory_type=closed.memory_type,
+        schema_version=closed.schema_version,
+        confidence=closed.confidence,
+        retention_policy=closed.retention_policy,
+    )

@@ -46,6 +46,7 @@ from bench_store import (
     Timings,
     _cell,
     _ratio,
+    aligned,
     environment,
     index_config,
     round_robin,
@@ -455,16 +456,7 @@ def format_table(results: dict[str, Any]) -> str:
         lines.append(
             [label, _cell(op.get(SGAM), unit), _cell(op.get(SQLITE), unit), _ratio(op, SQLITE)]
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(line, widths, strict=True))
-        )
-        for line in lines
-    ]
-    out.insert(1, "-" * len(out[0]))
-    return "\n".join(out)
+    return aligned(lines)
 
 
 def format_extras(results: dict[str, Any]) -> str:

@@ -671,7 +671,13 @@ def format_table(results: dict[str, Any], stores: list[str]) -> str:
         lines.append(
             [label, *(_cell(op.get(s), unit) for s in stores), *(_ratio(op, p) for p in peers)]
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return aligned(lines)
+
+
+def aligned(lines: list[list[str]]) -> str:
+    """Rows of cells as text columns: the first left-aligned, the rest right-aligned, a
+    rule under the header row."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = [
         "  ".join(
             c.ljust(w) if i == 0 else c.rjust(w)

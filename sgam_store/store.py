@@ -325,8 +325,8 @@ class SGAMStore(BaseStore):
                 ledger.close_fact(tx, ns_text, put.op.key)
                 continue
             tail = tx.tails.get((ns_text, put.op.key))
-            is_new = review and put.op.index is not False and tail is not None
-            is_new = is_new and tail.latest is None
+            new_key = tail is not None and tail.latest is None
+            queue = review and new_key and put.op.index is not False
             tenant, subject = tx.layout.split(put.op.namespace)
             fact = MemoryFact.model_construct(
                 tenant_id=tenant,
@@ -356,7 +356,7 @@ class SGAMStore(BaseStore):
                 encoded=put.encoded,
                 keyword=put.keyword,
             )
-            if is_new:
+            if queue:
                 new_keys.append((row_id, tenant))  # a new fact's id is its first row id
         supersession.queue_new_keys(tx, new_keys)
         self.facts.finish(tx)

@@ -145,8 +145,9 @@ class Ranker:
         """{fact_id: row_id} of a search scope deeper than its tenant that holds at most
         SMALL_SCOPE_MAX facts; None for any other scope."""
         tenant, prefix = search.narrow(self._engine, scope, op)
-        if tenant is None or len(prefix) <= self._engine.layout.tenant_at:
-            return None  # all tenants, or a whole tenant (or a shared scope of one)
+        narrowing = len(prefix) - (self._engine.layout.tenant_of(prefix) is not None)
+        if tenant is None or not narrowing:
+            return None  # all tenants, or a whole tenant: no label but the tenant's
         found = self._engine.reads.in_scope(
             conn, scope.at, scope.known_at, tenant, prefix, op.filter, SMALL_SCOPE_MAX + 1
         )

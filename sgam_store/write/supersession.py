@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from sgam_store import ledger
-from sgam_store.core import namespaces
 from sgam_store.core.errors import ConflictError, FactNotFoundError, InvalidFactError
 from sgam_store.core.models import Fact, FactRow, MemoryFact, SupersessionDecision
 from sgam_store.write.facts import FactWriter
@@ -106,7 +105,7 @@ def undo(facts: FactWriter, decision_id: int) -> Fact:
         new = _open_row(tx, found.new_fact_id, missing_ok=True)
         if new is not None and new.supersedes_fact_id == found.old_fact_id:
             ledger.append_version(tx, new, supersedes_fact_id=None, decided_by=None)
-        restored = _restoration(tx, closed)
+        restored = _restoration(closed)
         vectors = facts.vectors_for(restored.value)
         row_id = facts.write(tx, restored, vectors, decided_by=f"undo:{decision_id}")
         tx.engine.supersession.mark_undone(tx.cur, decision_id, tx.now)
@@ -159,13 +158,12 @@ def _record(tx: ledger.Tx, new: FactRow, old_fact_id: int, v: Verdict, by: str) 
     )  # fmt: skip
 
 
-def _restoration(tx: ledger.Tx, closed: FactRow) -> MemoryFact:
+def _restoration(closed: FactRow) -> MemoryFact:
     """The closed memory's value as a new fact of its key, from where it was closed."""
     value = json.loads(closed.value)
-    tenant, subject = tx.layout.split(namespaces.from_text(closed.namespace))
     return MemoryFact(
-        tenant_id=tenant,
-        subject=subject,
+        tenant_id=closed.tenant_id,
+        subject=closed.subject,
         attribute=closed.attribute,
         value=value["value"] if closed.scalar else value,
         valid_from=closed.valid_to,

@@ -27,7 +27,6 @@ from langgraph.store.base import PutOp
 from langgraph.store.sqlite import SqliteStore
 
 from sgam_store import SGAMStore, connect
-from sgam_store.core.models import FactRow
 
 STAMP = "2026-01-01T00:00:00.000000Z"
 
@@ -69,19 +68,24 @@ def sgam_import(source: Path, target: Path) -> float:
 
 def facts_floor(target: Path, ops: list[PutOp]) -> float:
     """`facts` rows for the items in one executemany: the physical cost of the ledger."""
-    rows = [
-        FactRow(n, n, op.namespace[1], ".".join(op.namespace), op.namespace[0], op.key,
-                json.dumps(op.value), 0, "semantic", 1, STAMP, None, STAMP, STAMP, None,
-                STAMP, None, "import:bench", None, None, None, None, None)
-        for n, op in enumerate(ops, 1)
-    ]  # fmt: skip
     with SGAMStore.from_conn_string(str(target)) as store:
         store.setup()
         conn = store.engine.conn
-        marks = ", ".join("?" * len(FactRow._fields))
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(facts)")]
+        fixed = {"scalar": 0, "memory_type": "semantic", "schema_version": 1,
+                 "valid_from": STAMP, "recorded_at": STAMP, "known_from": STAMP,
+                 "created_at": STAMP, "source_episode_id": "import:bench"}  # fmt: skip
+        rows = [
+            [{"row_id": n, "fact_id": n, "tenant_id": op.namespace[1],
+              "namespace": ".".join(op.namespace), "subject": op.namespace[0],
+              "attribute": op.key, "value": json.dumps(op.value), **fixed}.get(c)
+             for c in columns]
+            for n, op in enumerate(ops, 1)
+        ]  # fmt: skip
+        marks = ", ".join("?" * len(columns))
         start = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(f"INSERT INTO facts ({', '.join(FactRow._fields)}) VALUES ({marks})", rows)
+        conn.executemany(f"INSERT INTO facts ({', '.join(columns)}) VALUES ({marks})", rows)
         conn.execute("COMMIT")
         return time.perf_counter() - start
 

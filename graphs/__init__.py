@@ -5,7 +5,7 @@ from) into the graphs Studio serves.
 - `graphs.agent`: `build_agent(...)`, and `agent` for langgraph.json;
 - `graphs.manager`: `build_memory_manager(...)`, `memory_manager_node(...)`, and
   `memory_manager` for langgraph.json;
-- `graphs.scheduling`: `LocalMemoryScheduler` (langmem ReflectionExecutor) and
+- `graphs.scheduling`: `LocalMemoryScheduler` (deferred, debounced, in-process) and
   `ServerMemoryScheduler` (delayed server runs);
 - `graphs.models`: chat models by name (`init_chat_model`, or `scripted:<name>`);
 - `graphs.store`: `generate_store` for langgraph.json's "store".

@@ -7,33 +7,50 @@ each submission for a thread replaces the one still waiting. Each submission car
 thread's user messages; the manager skips episodes it has already extracted, so the
 latest submission covers everything the replaced ones would have.
 
-- `LocalMemoryScheduler`: in this process, on langmem's `ReflectionExecutor` (a worker
-  thread with a per-thread pending task). For scripts, notebooks, tests and single-process
-  apps. Memory written by a task still waiting is lost if the process exits first: call
-  `close()` (or use it as a context manager) to drain it.
+- `LocalMemoryScheduler`: in this process, on `DebouncedExecutor` (below: one worker
+  thread, one waiting task per debounce key). For scripts, notebooks, tests and
+  single-process apps. Memory written by a task still waiting is lost if the process
+  exits first: call `close()` (or use it as a context manager) to run it.
 - `ServerMemoryScheduler`: on a LangGraph server, a run of the `memory_manager` graph with
   `after_seconds=N` on a memory thread of its own per conversation, with
   `multitask_strategy="rollback"`: a newer submission deletes the waiting run (debounce).
   Runs are durable (the server's queue survives restarts on LangGraph Platform) and can
   go to other workers. Use "enqueue" instead to never interrupt a manager run that has
   already started (then every submission runs, one after another: no debounce).
+
+Why not LangMem's `ReflectionExecutor` locally (it was used up to issue 19): its public
+surface cannot give these guarantees, whatever the caller does. `submit` after
+`shutdown` queues a task that no worker will run; `shutdown(wait=True)` runs the whole
+queue, debounced (cancelled) tasks included, and its worker dies on the first of those;
+when the worker drops a cancelled task it forgets the key's *newer* pending task, so the
+next submission no longer replaces it (the debounce is lost); and there is no public way
+to learn whether the worker is idle. Working around that needed its private queue. A
+heap of due tasks under one condition variable is about a hundred lines and makes every
+guarantee below hold by construction.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import heapq
+import itertools
+import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.pregel import Pregel
 
-from sgam_store import SGAMStore
+from sgam_store import SGAMError, SGAMStore
 from sgam_store.tools import MemoryScope, setting, user_messages
+
+logger = logging.getLogger(__name__)
 
 # Settings of the agent's run that its background manager run inherits.
 FORWARDED = (
@@ -61,29 +78,161 @@ def debounce_key(scope: MemoryScope) -> str:
     return f"{scope.tenant_id}/{scope.thread_id or scope.user_id}"
 
 
-class LocalMemoryScheduler:
-    """In-process scheduling on langmem's ReflectionExecutor, deferred and debounced.
+class SchedulerClosedError(SGAMError, RuntimeError):
+    """A submission reached a scheduler after `close()`: nothing was queued.
 
-    `store` is passed to the executor explicitly: ReflectionExecutor's own example omits
-    it, and in langmem 0.0.30 the worker then runs the manager without a store.
+    Defined here, not in `sgam_store.core.errors`, because only the graphs' local scheduler
+    raises it. A RuntimeError, like `concurrent.futures.Executor.submit` after shutdown.
+    """
+
+
+@dataclass(frozen=True)
+class CloseReport:
+    """What `close()` left undone, by debounce key (both empty: everything ran)."""
+
+    cancelled: tuple[str, ...] = ()  # waiting runs that will never run
+    running: tuple[str, ...] = ()  # a run still in progress at return; it finishes later
+
+    @property
+    def complete(self) -> bool:
+        return not self.cancelled and not self.running
+
+
+@dataclass(eq=False)
+class _Task:
+    key: str
+    run: Callable[[], Any]
+    due: float  # time.monotonic()
+    future: Future = field(default_factory=Future)
+
+
+class DebouncedExecutor:
+    """One worker thread running callables when due, at most one waiting per key.
+
+    Every state change happens under one condition variable, so each guarantee is a
+    statement about that state: a task runs only if it is the key's waiting task when
+    the worker takes it (a replaced task leaves `_waiting` before its future is
+    cancelled, so it can never start); after `close` starts, `submit` raises and the
+    worker only drains or stops; `close` waits on the same condition, with a deadline.
+    The worker is a daemon thread, so a scheduler nobody closed never blocks the
+    interpreter's exit.
+    """
+
+    def __init__(self, name: str = "sgam-memory-scheduler") -> None:
+        self._cond = threading.Condition()
+        self._waiting: dict[str, _Task] = {}
+        self._heap: list[tuple[float, int, _Task]] = []  # may hold replaced tasks: skipped
+        self._order = itertools.count()  # ties on `due` never compare tasks
+        self._running: _Task | None = None
+        self._closed = False
+        self._drain = False  # closing with wait: run every waiting task now
+        self._worker = threading.Thread(target=self._work, name=name, daemon=True)
+        self._worker.start()
+
+    def submit(self, key: str, run: Callable[[], Any], delay_seconds: float) -> Future:
+        """Run `run()` in `delay_seconds`, replacing the key's waiting task (cancelled)."""
+        task = _Task(key, run, time.monotonic() + delay_seconds)
+        with self._cond:
+            if self._closed:
+                raise SchedulerClosedError(
+                    f"the memory scheduler is closed; the run for {key!r} was not queued"
+                )
+            replaced = self._waiting.get(key)
+            self._waiting[key] = task
+            heapq.heappush(self._heap, (task.due, next(self._order), task))
+            self._cond.notify_all()
+        if replaced is not None:
+            replaced.future.cancel()  # outside the lock: cancel() runs the future's callbacks
+        return task.future
+
+    def close(self, *, wait: bool = True, timeout: float = 60.0) -> CloseReport:
+        """Refuse new tasks; with `wait`, run the waiting ones now. Returns within
+        `timeout` with what is still undone; waiting tasks left are cancelled."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._closed = True
+            self._drain = wait
+            self._cond.notify_all()
+            while wait and (self._waiting or self._running):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            dropped = list(self._waiting.values())
+            self._waiting.clear()
+            self._heap.clear()
+            running = self._running
+            self._cond.notify_all()
+        for task in dropped:
+            task.future.cancel()
+        if running is None:  # the worker has nothing left: it exits at once
+            self._worker.join(max(0.0, deadline - time.monotonic()))
+        return CloseReport(
+            cancelled=tuple(t.key for t in dropped),
+            running=() if running is None else (running.key,),
+        )
+
+    def _work(self) -> None:
+        while (task := self._take()) is not None:
+            try:
+                # False: cancelled by its caller since it was taken; it must not start
+                if task.future.set_running_or_notify_cancel():
+                    try:
+                        result = task.run()
+                    except Exception as error:  # the worker outlives any manager error
+                        logger.exception("background memory run for %r failed", task.key)
+                        task.future.set_exception(error)
+                    else:
+                        task.future.set_result(result)
+            finally:
+                with self._cond:
+                    self._running = None
+                    self._cond.notify_all()
+
+    def _take(self) -> _Task | None:
+        """The next task once it is due (at once while draining); None: stop the worker."""
+        with self._cond:
+            while True:
+                task = self._first()
+                if task is None:
+                    if self._closed:
+                        return None
+                    self._cond.wait()
+                    continue
+                left = 0.0 if self._drain else task.due - time.monotonic()
+                if left <= 0:
+                    heapq.heappop(self._heap)
+                    del self._waiting[task.key]
+                    self._running = task
+                    return task
+                self._cond.wait(left)
+
+    def _first(self) -> _Task | None:
+        """The earliest waiting task, dropping heap entries of tasks replaced since."""
+        while self._heap:
+            task = self._heap[0][2]
+            if self._waiting.get(task.key) is task:
+                return task
+            heapq.heappop(self._heap)
+        return None
+
+
+class LocalMemoryScheduler:
+    """In-process scheduling of the manager, deferred and debounced per thread.
+
+    The manager graph gets `store` as its own (a copy of the graph with it, through
+    Pregel's public `copy`), since a run started on the worker thread has no parent run
+    to inherit a store from. A runnable that is not a graph must reach the store itself.
     """
 
     def __init__(self, manager: Runnable, store: SGAMStore, *, delay_seconds: float = 30.0):
-        from langmem import ReflectionExecutor
-        from langmem.utils import NamespaceTemplate
-
-        if getattr(manager, "namespace", None) is None:
-            # The executor requires the attribute (its `search` helper reads it); our
-            # manager scopes itself from the run's configuration instead.
-            manager.namespace = NamespaceTemplate(("{tenant_id}", "{user_id}"))  # type: ignore[attr-defined]
-        self.manager = manager
+        self.manager = manager.copy({"store": store}) if isinstance(manager, Pregel) else manager
         self.store = store
         self.delay_seconds = delay_seconds
-        self.executor = ReflectionExecutor(manager, store=store)
+        self.executor = DebouncedExecutor()
         self.submitted: list[Future] = []  # every submission, in order (debounced ones cancel)
         self._latest: dict[str, Future] = {}
-        self._requests: dict[str, tuple[dict[str, Any], RunnableConfig]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a future's callback may submit again
 
     def submit(
         self,
@@ -93,26 +242,17 @@ class LocalMemoryScheduler:
         *,
         delay_seconds: float | None = None,
     ) -> Future:
-        """Queue a manager run for this thread in `delay_seconds`, replacing a waiting one."""
+        """Queue a manager run for this thread in `delay_seconds`, replacing a waiting one.
+
+        Raises `SchedulerClosedError` after `close()`.
+        """
         config: RunnableConfig = {"configurable": {**(settings or {}), **scope.as_context()}}
         payload = {"messages": list(user_messages(messages))}
         delay = self.delay_seconds if delay_seconds is None else delay_seconds
-        return self._submit(debounce_key(scope), payload, config, delay)
-
-    def _submit(
-        self, key: str, payload: dict[str, Any], config: RunnableConfig, delay: float
-    ) -> Future:
-        with self._lock:
-            # thread_id is the executor's debounce key: a waiting task of the key is cancelled
-            future = self.executor.submit(
-                payload,
-                # the worker adds its runtime to `configurable`: keep ours clean
-                config={**config, "configurable": dict(config["configurable"])},
-                after_seconds=delay,  # type: ignore[arg-type]
-                thread_id=key,
-            )
+        key = debounce_key(scope)
+        with self._lock:  # `submitted` and `_latest` in the executor's order
+            future = self.executor.submit(key, partial(self.manager.invoke, payload, config), delay)
             self._latest[key] = future
-            self._requests[key] = (payload, config)
             self.submitted.append(future)
         return future
 
@@ -125,35 +265,19 @@ class LocalMemoryScheduler:
             futures = list(self._latest.values())
         return [f.result(timeout=timeout) for f in futures if not f.cancelled()]
 
-    def close(self, *, wait: bool = True, timeout: float = 60.0) -> None:
-        """Stop the worker; with `wait`, submissions still waiting run now (nothing is lost).
-
-        ReflectionExecutor's own `shutdown` runs whatever is left in its queue, cancelled
-        (debounced) tasks included, and its worker dies on the first of those (langmem
-        0.0.30 sets a result on a cancelled future there), skipping the rest. So we flush
-        first: resubmit each thread's waiting request with no delay (which cancels the
-        delayed one), wait for it, let the worker discard the cancelled leftovers, and only
-        then stop it.
-        """
-        if wait:
-            with self._lock:
-                waiting = [k for k, f in self._latest.items() if not f.done()]
-            for key in waiting:
-                payload, config = self._requests[key]
-                self._submit(key, payload, config, 0)
-            with self._lock:
-                futures = [f for f in self._latest.values() if not f.cancelled()]
-            concurrent.futures.wait(futures, timeout=timeout)
-            self._settle(timeout)
-        self.executor.shutdown(wait=False, cancel_futures=not wait)
-
-    def _settle(self, timeout: float) -> None:
-        """Wait until the worker has popped every queued task (cancelled ones are dropped
-        as they are popped); the queue is the executor's, there is no public view of it."""
-        queue = self.executor._task_queue  # langmem 0.0.30 LocalReflectionExecutor
-        deadline = time.monotonic() + timeout
-        while not queue.empty() and time.monotonic() < deadline:
-            time.sleep(0.01)
+    def close(self, *, wait: bool = True, timeout: float = 60.0) -> CloseReport:
+        """Refuse further submissions; with `wait`, run the waiting ones now (nothing is
+        lost), without it cancel them. Returns within `timeout` (a manager run cannot be
+        interrupted: one still in progress then finishes in the background), with the
+        keys it left undone. Closing again is harmless."""
+        report = self.executor.close(wait=wait, timeout=timeout)
+        if not report.complete:
+            logger.warning(
+                "memory scheduler closed with runs undone: cancelled %s, still running %s",
+                list(report.cancelled),
+                list(report.running),
+            )
+        return report
 
     def __enter__(self) -> LocalMemoryScheduler:
         return self

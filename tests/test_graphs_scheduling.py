@@ -1,8 +1,10 @@
 """After each agent turn the background manager runs deferred and debounced per thread
-(langmem's ReflectionExecutor, locally), and the end-to-end deadline correction."""
+(`LocalMemoryScheduler` in-process, delayed runs on a server), and the end-to-end deadline
+correction. The scheduler's races are in test_scheduler_races.py."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
@@ -13,7 +15,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.agent import build_agent
 from graphs.manager import build_memory_manager
-from graphs.scheduling import LocalMemoryScheduler, ServerMemoryScheduler, memory_thread_id
+from graphs.scheduling import (
+    LocalMemoryScheduler,
+    SchedulerClosedError,
+    ServerMemoryScheduler,
+    memory_thread_id,
+)
 from graphs.scripted import ScriptedChatModel, extract, say
 from sgam_store import SGAMStore
 from sgam_store.tools import MemoryScope
@@ -106,10 +113,30 @@ def test_closing_the_scheduler_runs_what_is_still_waiting(store: SGAMStore) -> N
     first = scheduler.submit([HumanMessage(STATED, id="m1")], SCOPE)
     time.sleep(0.2)  # the worker now holds the first task while it waits for its time
     scheduler.submit([HumanMessage(STATED, id="m1"), HumanMessage(ASKED, id="m2")], SCOPE)
-    scheduler.close(timeout=20)  # a debounced task left in langmem's queue must not stop it
+    assert scheduler.close(timeout=20).complete  # runs the waiting one now, not in 600 s
     assert time.monotonic() - started < 10
     assert first.cancelled() and len(extractor.prompts) == 2
     assert store.fact_at("acme", "mira", "passport_deadline").value == "2026-07-15"
+
+
+def test_an_agent_used_after_its_scheduler_closed_answers_and_logs_why_memory_waits(
+    store: SGAMStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    chat = ScriptedChatModel(replies=[say("Noted."), say("Photos and a form.")])
+    extractor = ScriptedChatModel(replies=[extract(candidate())])
+    manager = build_memory_manager(extractor)
+    with LocalMemoryScheduler(manager, store, delay_seconds=0.1) as scheduler:
+        agent = build_agent(chat, scheduler=scheduler, store=store, checkpointer=InMemorySaver())
+        turn(agent, STATED)
+    # a re-run notebook cell: the agent outlives its `with` block
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR, logger="graphs.agent"):
+        assert turn(agent, ASKED)["messages"][-1].content == "Photos and a form."
+    scheduler.close(timeout=5)  # closing again returns at once: nothing was queued
+    assert time.monotonic() - started < 3
+    (logged,) = [r for r in caplog.records if r.name == "graphs.agent"]
+    assert logged.exc_info is not None and logged.exc_info[0] is SchedulerClosedError
+    assert len(scheduler.submitted) == 1 and len(extractor.prompts) == 1
 
 
 def test_a_server_submission_is_a_delayed_rollback_run_on_a_memory_thread() -> None:

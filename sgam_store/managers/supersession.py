@@ -132,7 +132,7 @@ def pending_reviews(
 ) -> tuple[list[Review], list[int]]:
     """The queued memories with their candidates, and the queued ids with nothing to
     decide (no longer current, or nothing like them)."""
-    store.setup()
+    store.engine.ensure_ready()
     with store.engine.reading() as conn:
         queued = store.engine.supersession.queued(conn, tenant_id, limit)
         rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]

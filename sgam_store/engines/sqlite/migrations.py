@@ -309,7 +309,13 @@ def migrate(conn: Any) -> int:
 
 def settle_tenant_at(conn: Any, requested: int | None) -> int:
     """Record the namespace layout's `tenant_at` once, and return the database's: a
-    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`)."""
+    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`).
+
+    Once recorded it is only read: opening a store takes no write lock for it, as
+    `migrate` takes none for a schema already at LATEST."""
+    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
+    if row is not None:
+        return namespaces.settle_tenant_at(row[0], requested, has_facts=True)
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()

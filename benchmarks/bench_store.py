@@ -719,8 +719,8 @@ def environment() -> dict[str, Any]:
     probe.close()
     source = Path(__file__).resolve().parent.parent / "sgam_store"
     digest = hashlib.sha256()
-    for path in sorted(source.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    for path in sorted(source.rglob("*.py")):
+        digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
     return {
         "sgam_store source sha256": digest.hexdigest()[:12],
         "python": sys.version.split()[0],

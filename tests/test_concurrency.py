@@ -288,11 +288,12 @@ def lazy_vector_store(db: str) -> SGAMStore:
 
 @pytest.mark.slow
 def test_first_use_of_a_vector_store_while_locked(db_path: str) -> None:
-    """A store's lazy setup (the vec0 table check) takes the write lock: held past the
-    retries, the first call (here a read) raises StoreBusyError, never the driver's
-    "database is locked"; the same store works once the lock is gone, and a lock
-    released during the retries is waited out."""
-    open_store(db_path).close()
+    """A store's lazy setup takes the write lock when it must record the vectors' dims
+    (the file's first vector store): held past the retries, the first call (here a read)
+    raises StoreBusyError, never the driver's "database is locked"; the same store works
+    once the lock is gone, and a lock released during the retries is waited out. Once
+    the dims are recorded, setup only reads them, so a read waits for nobody."""
+    open_store(db_path, index=False).close()
     holder = hold_write_lock(db_path)
     store = lazy_vector_store(db_path)
     try:
@@ -304,6 +305,13 @@ def test_first_use_of_a_vector_store_while_locked(db_path: str) -> None:
         release(holder)
     assert store.get(("acme", "mira"), "deadline") is None
     store.conn.close()
+    holder = hold_write_lock(db_path)
+    try:
+        reader = lazy_vector_store(db_path)
+        assert reader.get(("acme", "mira"), "deadline") is None  # dims recorded: no lock
+        reader.conn.close()
+    finally:
+        release(holder)
     holder = hold_write_lock(db_path, 0.4)
     late = lazy_vector_store(db_path)
     late.put(("acme", "mira"), "deadline", {"text": "after the lock"})

@@ -92,7 +92,7 @@ def raw_counts(store: SGAMStore, s: Seeded) -> dict[str, int]:
             f"SELECT COUNT(*) FROM facts WHERE fact_id IN {q} OR row_id IN {q}", facts, rows
         ),
         "vector_rows": one(f"SELECT COUNT(*) FROM vector_rows WHERE fact_id IN {q}", facts),
-        "fact_vectors": one(f"SELECT COUNT(*) FROM fact_vectors WHERE rowid IN {q}", vecs),
+        "vector_rowids": one(f"SELECT COUNT(*) FROM vector_rows WHERE vec_rowid IN {q}", vecs),
         "fact_fts": one(f"SELECT COUNT(*) FROM fact_fts WHERE rowid & {FACT_MASK} IN {q}", facts),
         "fts_token": one("SELECT COUNT(*) FROM fact_fts WHERE fact_fts MATCH ?", TOKEN),
         "episodes": one(f"SELECT COUNT(*) FROM episodes WHERE episode_id IN {q}", eps),
@@ -155,7 +155,8 @@ def test_purge_subject_then_its_episodes_leaves_nothing_readable(vstore: SGAMSto
     report = vstore.purge("acme", "mira")
     assert set(report.fact_ids) == s.fact_ids
     assert report.deleted["facts"] == len(s.row_ids)
-    assert report.deleted["fact_vectors"] == report.deleted["vector_rows"] == len(s.vec_rowids)
+    assert report.deleted["vector_rows"] == len(s.vec_rowids)
+    assert "fact_vectors" not in report.deleted  # vectors live in vector_rows alone
     assert report.deleted["fact_fts"] == len(s.fact_ids)
     assert report.deleted["episodes"] == 0  # a subject purge keeps episodes, and names them
     assert report.source_episode_ids == ["e0", "e1", "e2", "external:store.put"]

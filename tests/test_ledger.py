@@ -122,6 +122,27 @@ def test_open_fact_unique_index_is_in_the_schema(store: SGAMStore) -> None:
         )
 
 
+_COPY = (
+    "INSERT INTO facts SELECT (SELECT MAX(row_id) FROM facts) + 1, fact_id, tenant_id, "
+    "namespace, subject, attribute, value, scalar, memory_type, schema_version, valid_from, "
+    "'2027-01-01T00:00:00.000000Z', recorded_at, known_from, {known_to}, created_at, NULL, "
+    "source_episode_id, confidence, retention_policy, expires_at, ttl_minutes, decided_by "
+    "FROM facts WHERE valid_to IS NULL AND known_to IS NULL"
+)
+
+
+@pytest.mark.sqlite_only  # PostgreSQL: its exclusion constraint, tests/test_postgres.py
+def test_two_believed_versions_never_share_a_start(store: SGAMStore) -> None:
+    """Rule 1's backstop in the schema: a second believed version with the open one's
+    start is refused, while a retired version may share it (history)."""
+    seed(store)
+    with pytest.raises(Exception, match="UNIQUE"):
+        store.conn.execute(_COPY.format(known_to="NULL"))
+    store.conn.execute(_COPY.format(known_to="known_from"))
+    store.conn.execute(_COPY.format(known_to="known_from"))  # retired copies: any number
+    assert store.fact_at(*KEY).value == "2026-06-30"
+
+
 def test_tenants_with_same_subject_are_separate(store: SGAMStore) -> None:
     seed(store)
     store.replace_fact(fact("2026-09-10", "2026-06-02T12:00:00Z", "g1", tenant="acme2"))

@@ -135,6 +135,14 @@ def test_the_v1_fixture_reads_with_todays_code(v1_copy: str) -> None:
         assert [(i.namespace, i.key) for i in found] == [(("globex", "mira"), "passport_deadline")]
         assert len(keywords.search((), query="passport deadline")) == 2
 
+        # v5 moved the vectors out of vec0 into a plain table: every one came along, and
+        # a vector search that reads the table (no mirror) ranks them.
+        assert store.conn.execute("SELECT COUNT(*) FROM vector_rows").fetchone()[0] == 6
+        table = SGAMStore(store.conn, index=INDEX, retrieval={"mode": "vector"}, vector_cache=False)
+        assert table.search(("acme",), query="prefers short answers")[0].key == "tone"
+        past = table.as_of("2026-06-02T00:00:00Z").search(("acme",), query="passport deadline")
+        assert past[0].value == {"value": "2026-07-15"}
+
         # And today's writes and lifecycle work on it.
         store.put(("acme", "mira"), "tone", {"text": "prefers bullet points"})
         assert len(store.history("acme", "mira", "tone")) == 2

@@ -149,7 +149,7 @@ def test_backfill_reindexes_keyword_and_vectors(vstore: SGAMStore) -> None:
         )
         fields = conn.execute("SELECT field FROM vector_rows").fetchall()
         [(distance,)] = conn.execute(
-            "SELECT distance FROM fact_vectors WHERE embedding MATCH ? AND k = 1", (query,)
+            "SELECT MIN(vec_distance_cosine(embedding, ?)) FROM vector_rows", (query,)
         ).fetchall()
         return keyword.fetchall(), fields, distance
 

@@ -46,22 +46,59 @@ DEFAULT_MAX_VALUE_BYTES = 1 << 20
 
 @dataclass
 class Tx:
-    """One write transaction: its cursor, its instant, and fact ids it changed."""
+    """One write transaction: its cursor, its instant, and fact ids it changed.
 
-    cur: Any
+    Version writes are buffered and sent set-based (one statement per kind) the moment
+    anything else touches the cursor: every statement goes through `cur`, so a later
+    read or write always sees them, in order (`flush`)."""
+
+    cursor: Any
     clock: Callable[[], str]  # the engine's instant for this transaction (see `now`)
     row_ids: Callable[[], int]  # the engine's allocator of new version row ids
     versions: Any  # the engine's statements on fact versions (engines/sqlite/versions.py)
     engine: Any = None  # the engine, for its other statement sets (`tx.engine.candidates`)
     opened: list[int] = field(default_factory=list)  # fact ids written as open/current
     retired: list[int] = field(default_factory=list)  # fact ids that stopped being current
-    tenant_of: dict[int, str] = field(default_factory=dict)  # of retired facts: flip order
     # Index rows queued by the store and written set-based when the transaction ends.
     keyword_rows: list[tuple[int, str, str]] = field(default_factory=list)
     vector_rows: list[tuple[int, str, list[tuple[str, bytes]]]] = field(default_factory=list)
     delta: Any = None  # what a vector cache must mirror once this transaction commits
     tails: dict[tuple[str, str], KeyTail] = field(default_factory=dict)  # see `prefetch`
     _now: str | None = field(default=None, repr=False)
+    _inserts: list[FactRow] = field(default_factory=list, repr=False)
+    _inserted: set[int] = field(default_factory=set, repr=False)  # their row ids
+    _ends: list[int] = field(default_factory=list, repr=False)  # row ids, believed before
+
+    @property
+    def cur(self) -> Any:
+        """The transaction's cursor, with the buffered version writes sent."""
+        self.flush()
+        return self.cursor
+
+    def insert(self, row: FactRow) -> None:
+        """Append a version (buffered)."""
+        self._inserts.append(row)
+        self._inserted.add(row.row_id)
+
+    def end_belief(self, row_id: int) -> None:
+        """End a version's belief at `now` (buffered, unless it is one this transaction
+        still has buffered: then in order)."""
+        if row_id in self._inserted:
+            self.flush()
+            self.versions.end_beliefs(self.cursor, [row_id], self.now)
+        else:
+            self._ends.append(row_id)
+
+    def flush(self) -> None:
+        """Send the buffered writes: the ends of belief first, which only take versions out
+        of the belief (so no constraint can fail for their order), then the inserts."""
+        if self._ends:
+            ends, self._ends = self._ends, []
+            self.versions.end_beliefs(self.cursor, ends, self.now)
+        if self._inserts:
+            rows, self._inserts = self._inserts, []
+            self._inserted.clear()
+            self.versions.insert_many(self.cursor, rows)
 
     @property
     def now(self) -> str:
@@ -149,7 +186,7 @@ def append_version(tx: Tx, row: FactRow, **changes: Any) -> int:
     """
     new = row._replace(row_id=tx.allocate(), known_from=tx.now, known_to=None, **changes)
     _end_belief(tx, row, still_current=new.valid_to is None)
-    tx.versions.insert(tx.cur, new)
+    tx.insert(new)
     return new.row_id
 
 
@@ -160,10 +197,9 @@ def retire(tx: Tx, row: FactRow) -> None:
 
 def _end_belief(tx: Tx, row: FactRow, *, still_current: bool) -> None:
     tx.tails.pop((row.namespace, row.attribute), None)  # later lookups read the table
-    tx.versions.end_belief(tx.cur, row.row_id, tx.now)
+    tx.end_belief(row.row_id)
     if row.valid_to is None and not still_current:  # the fact is no longer current
         tx.retired.append(row.fact_id)
-        tx.tenant_of[row.fact_id] = row.tenant_id
 
 
 def close_row(tx: Tx, row: FactRow, instant: str) -> None:
@@ -242,8 +278,7 @@ def replace_fact(
     if expires is None and ttl_minutes is not None:
         expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
     row_id = tx.allocate()
-    tx.versions.insert(
-        tx.cur,
+    tx.insert(
         FactRow(
             row_id=row_id,
             fact_id=row_id,
@@ -387,7 +422,9 @@ class Writer:
 
         def in_transaction(cur: Any) -> tuple[Tx, T]:
             tx = Tx(cur, versions.clock(cur), versions.row_ids(cur), versions, engine=self.engine)
-            return tx, body(tx)
+            result = body(tx)
+            tx.flush()
+            return tx, result
 
         def committed(outcome: tuple[Tx, T]) -> None:
             if self.on_commit is not None:

@@ -85,7 +85,7 @@ class FactWriter:
             tx.keyword_rows = []
         if self.spec:
             tx.delta = self.engine.indexing.flush_vectors(
-                tx.cur, tx.vector_rows, tx.opened, tx.retired, tx.tenant_of
+                tx.cur, tx.vector_rows, tx.opened, tx.retired
             )
             tx.vector_rows = []
 

@@ -12,8 +12,8 @@ What differs from SQLite:
   per key overflowed `max_locks_per_transaction` for a large tenant. `purge_episode`
   locks the few keys it erases (`versions.lock_keys`), re-reading its selection until
   it names no unlocked key.
-- `PurgeReport.deleted` names this engine's tables: `fact_vectors` alone (no
-  `vector_rows`), `fact_keywords` for SQLite's `fact_fts`, and no `tenants` (there are
+- `PurgeReport.deleted` names this engine's tables: `fact_vectors` for SQLite's
+  `vector_rows`, `fact_keywords` for SQLite's `fact_fts`, and no `tenants` (there are
   no keyword slots). Candidate support rows and extraction marks go by ON DELETE CASCADE
   (and a supportless candidate by trigger), uncounted, as on SQLite.
 - What PostgreSQL keeps after a DELETE: the rows stay in their pages as dead versions
@@ -116,13 +116,11 @@ def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
 # ---------------------------------------------------------------- deletion
 
 
-def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:
-    """Delete the facts' vectors; return the rows removed, as SQLite's (vector_rows,
-    fact_vectors) pair: one table here, so both are its count."""
+def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
+    """Delete the facts' vectors; return the rows removed."""
     if not has_vectors(cur):
-        return 0, 0
-    removed = cur.execute(f"DELETE FROM fact_vectors WHERE {_F}", (list(fact_ids),)).rowcount
-    return removed, removed
+        return 0
+    return cur.execute(f"DELETE FROM fact_vectors WHERE {_F}", (list(fact_ids),)).rowcount
 
 
 def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
@@ -138,7 +136,7 @@ def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> Purg
         )
     ]
     deleted = report.deleted
-    deleted["fact_vectors"] = delete_vectors(cur, facts)[1]
+    deleted["fact_vectors"] = delete_vectors(cur, facts)
     deleted["fact_keywords"] = cur.execute(
         f"DELETE FROM fact_keywords WHERE {_F}", (facts,)
     ).rowcount

@@ -4,8 +4,8 @@ The twin of `engines/sqlite/indexing.py`.
 
 What differs from SQLite: a keyword row is keyed by its fact id alone (the generated
 `tsv` column and the (tenant_id, tsv) GIN index scope it), so there are no tenant slots
-and no rowid arithmetic; a vector is one `fact_vectors` row instead of the vector_rows +
-vec0 pair, sent as pgvector's text form so no adapter package is needed; a vector of the
+and no rowid arithmetic; a vector row also carries its tenant and `is_current` flag (SQLite
+asks `facts`), sent as pgvector's text form so no adapter package is needed; a vector of the
 wrong length is refused with `DimensionMismatchError` before anything is written. There is
 no in-process vector mirror here (`PostgresEngine.vector_mirror` is None), so
 `flush_vectors` returns None: the writer's "nothing to mirror".
@@ -94,13 +94,11 @@ def flush_vectors(
     queued: list[tuple[int, str, list[tuple[str, bytes]]]],
     opened: list[int],
     retired: list[int],
-    tenant_of: dict[int, str],
 ) -> None:
     """Write a transaction's queued vectors and its open/closed changes to `is_current`.
 
     Deferred to the end of the transaction so that each vector is written once with its
     final `is_current`: a fact opened and retired in the same transaction needs no flip.
-    `tenant_of` orders SQLite's vec0 flips by tenant; one UPDATE needs no order here.
     """
     current = set(opened).difference(retired)
     rows = [

@@ -2,7 +2,7 @@
 `engines/sqlite/stats.py`, with the same keys.
 
 What differs from SQLite: `rows` counts this engine's tables (`fact_keywords` for
-`fact_fts`, `fact_vectors` alone for the vector_rows + vec0 pair, and `tenants` counted
+`fact_fts`, `fact_vectors` for `vector_rows`, and `tenants` counted
 from facts as on SQLite). There is no database file: `file.page_size` is the server's
 block size, `file.page_count` the blocks our tables take with their indexes and TOAST
 (`pg_total_relation_size`), and `file.freelist_count` counts dead row versions awaiting

@@ -203,17 +203,19 @@ def key_tails(cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]
 # ---------------------------------------------------------------- the write rule's writes
 
 
-def insert(cur: Any, row: FactRow) -> None:
-    """Append a version; a value with a NUL character is refused, typed: PostgreSQL's
+def insert_many(cur: Any, rows: list[FactRow]) -> None:
+    """Append versions; a value with a NUL character is refused, typed: PostgreSQL's
     text and jsonb cannot hold one (SQLite can)."""
-    if _NUL.search(row.value):
+    if any(_NUL.search(row.value) for row in rows):
         raise InvalidFactError("PostgreSQL cannot store a NUL character (\\u0000) in a value")
-    cur.execute(_INSERT, row)
+    cur.executemany(_INSERT, rows)
 
 
-def end_belief(cur: Any, row_id: int, now: str) -> None:
-    """The version stops being believed at `now` (its only in-place change)."""
-    cur.execute("UPDATE facts SET known_to = %s WHERE row_id = %s", (now, row_id))
+def end_beliefs(cur: Any, row_ids: list[int], now: str) -> None:
+    """The versions stop being believed at `now` (their only in-place change)."""
+    cur.execute(
+        "UPDATE facts SET known_to = %s WHERE row_id = ANY(%s::bigint[])", (now, list(row_ids))
+    )
 
 
 def move_created(cur: Any, ns: str, attribute: str, start: str) -> None:

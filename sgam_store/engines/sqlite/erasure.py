@@ -2,7 +2,7 @@
 
 Erasure is not expiry. Expiry (`delete`, TTL, `expire_after`) closes a fact's validity
 and keeps its history; erasure deletes every version of the fact, its vectors
-(`vector_rows` + `fact_vectors`), its keyword row (`fact_fts`), its source links and
+(`vector_rows`), its keyword row (`fact_fts`), its source links and
 backfill audit rows, and the episode text (a whole-tenant purge also drops the tenant's
 keyword slot in `tenants`). Afterwards no read (`get`, `search`,
 `history`, `fact_at`, `as_of`, `known_at`) can return it. It is the one operation that
@@ -46,7 +46,7 @@ from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError, StoreBusyError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.sqlite.connection import is_busy
-from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS, has_vectors
+from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
 
 if TYPE_CHECKING:
     from sgam_store.ledger import Writer
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 TABLES = (
     "facts",
     "vector_rows",
-    "fact_vectors",
     "fact_fts",
     "fact_sources",
     "backfill_log",
@@ -110,21 +109,12 @@ def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
 # ---------------------------------------------------------------- deletion
 
 
-def delete_vectors(cur: Any, fact_ids: list[int]) -> tuple[int, int]:
-    """Delete the facts' vectors; return (vector_rows, fact_vectors) rows removed."""
-    rowids = cur.execute(
-        "SELECT vec_rowid FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
-        (_ids(fact_ids),),
-    ).fetchall()
-    vec0 = has_vectors(cur)
-    if rowids and vec0:
-        # One rowid per statement: vec0 refuses set-based DELETEs with subqueries.
-        cur.executemany("DELETE FROM fact_vectors WHERE rowid = ?", rowids)
-    cur.execute(
+def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
+    """Delete the facts' vectors; return the rows removed."""
+    return cur.execute(
         "DELETE FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
         (_ids(fact_ids),),
-    )
-    return len(rowids), len(rowids) if vec0 else 0
+    ).rowcount
 
 
 def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
@@ -141,7 +131,7 @@ def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> Purg
         )
     ]
     deleted = report.deleted
-    deleted["vector_rows"], deleted["fact_vectors"] = delete_vectors(cur, facts)
+    deleted["vector_rows"] = delete_vectors(cur, facts)
     in_json = "IN (SELECT value FROM json_each(?))"
     deleted["fact_fts"] = cur.execute(
         f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (f,)

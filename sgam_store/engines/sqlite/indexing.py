@@ -1,8 +1,9 @@
-"""Keyword and vector rows in SQLite: FTS5 rows numbered tenant first, vec0 rows with
-their `is_current` flag, written set-based once per transaction.
+"""Keyword and vector rows in SQLite: FTS5 rows numbered tenant first, and vector rows
+in a plain table, written set-based once per transaction.
 
 Index rows are keyed by `fact_id`, which survives interval closing, so closing a fact
-never re-embeds it: only the vec0 `is_current` flag changes.
+never re-embeds it and writes nothing here: which facts are current is the ledger's to
+say (`facts`), and the vector mirror learns it from the transaction's `VectorDelta`.
 """
 
 from __future__ import annotations
@@ -70,16 +71,15 @@ def flush_keywords(cur: Any, rows: list[tuple[int, str, str]]) -> None:
     )
 
 
+_INSERT_VECTOR = "INSERT INTO vector_rows (fact_id, field, embedding) VALUES (?, ?, ?)"
+
+
 def write_vectors(
     cur: Any, fact_id: int, tenant_id: str, vectors: list[tuple[str, bytes]], current: bool
 ) -> None:
-    for field, blob in vectors:
-        cur.execute("INSERT INTO vector_rows (fact_id, field) VALUES (?, ?)", (fact_id, field))
-        cur.execute(
-            "INSERT INTO fact_vectors (rowid, tenant_id, embedding, is_current) "
-            "VALUES (?, ?, ?, ?)",
-            (cur.lastrowid, tenant_id, blob, int(current)),
-        )
+    """Write one fact's vectors now (the backfill, a copy). A row here carries neither
+    tenant nor current flag (PostgreSQL's does): `facts` says both."""
+    cur.executemany(_INSERT_VECTOR, [(fact_id, field, blob) for field, blob in vectors])
 
 
 def flush_vectors(
@@ -87,58 +87,26 @@ def flush_vectors(
     queued: list[tuple[int, str, list[tuple[str, bytes]]]],
     opened: list[int],
     retired: list[int],
-    tenant_of: dict[int, str],
 ) -> VectorDelta:
-    """Write a transaction's queued vectors and mirror its open/closed changes into vec0.
-
-    Deferred to the end of the transaction so that each vector is written once with its
-    final `is_current`: a fact opened and retired in the same transaction needs no flip.
-    """
+    """Write a transaction's queued vectors, and say what changed for the mirror: the
+    vectors of facts still current at the end, and the facts no longer current."""
     current = set(opened).difference(retired)
     delta = VectorDelta(retired=list(retired))
-    # vec0 writes are ~15x dearer when consecutive rows switch tenant partition, so both
-    # the inserts and the flips run grouped by tenant.
-    rows = sorted(
-        ((fid, tenant, f, blob) for fid, tenant, vecs in queued for f, blob in vecs),
-        key=lambda r: r[1],
-    )
+    rows = [(fid, tenant, f, blob) for fid, tenant, vecs in queued for f, blob in vecs]
     if rows:
         top = cur.execute("SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows").fetchone()[0]
         ids = range(top + 1, top + 1 + len(rows))
         cur.executemany(
-            "INSERT INTO vector_rows (vec_rowid, fact_id, field) VALUES (?, ?, ?)",
-            [(rid, r[0], r[2]) for rid, r in zip(ids, rows, strict=True)],
-        )
-        cur.executemany(
-            "INSERT INTO fact_vectors (rowid, tenant_id, embedding, is_current) "
-            "VALUES (?, ?, ?, ?)",
-            [(rid, r[1], r[3], int(r[0] in current)) for rid, r in zip(ids, rows, strict=True)],
+            "INSERT INTO vector_rows (vec_rowid, fact_id, field, embedding) VALUES (?, ?, ?, ?)",
+            [(rid, r[0], r[2], r[3]) for rid, r in zip(ids, rows, strict=True)],
         )
         delta.added = [
             (rid, r[0], r[1], r[3]) for rid, r in zip(ids, rows, strict=True) if r[0] in current
         ]
-    written = {fid for fid, _, _ in queued}
-    _unmark(cur, [fid for fid in retired if fid not in written], tenant_of)
     return delta
 
 
-def _unmark(cur: Any, fact_ids: list[int], tenant_of: dict[int, str]) -> None:
-    """Clear vec0's `is_current` on the vectors of facts that stopped being current."""
-    if not fact_ids:
-        return
-    owners = cur.execute(
-        "SELECT vec_rowid, fact_id FROM vector_rows "
-        "WHERE fact_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(fact_ids),),
-    ).fetchall()
-    owners.sort(key=lambda r: (tenant_of.get(r[1], ""), r[0]))
-    # One rowid per statement: vec0 refuses set-based UPDATEs ("partition key" error).
-    cur.executemany(
-        "UPDATE fact_vectors SET is_current = 0 WHERE rowid = ?", [(r[0],) for r in owners]
-    )
-
-
 def has_vectors(cur: Any) -> bool:
-    """fact_vectors exists only once a store with an index config has opened the file."""
-    row = cur.execute("SELECT 1 FROM sqlite_master WHERE name = 'fact_vectors'").fetchone()
+    """Whether a store with an index config has opened the file (it records the dims)."""
+    row = cur.execute("SELECT 1 FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
     return row is not None

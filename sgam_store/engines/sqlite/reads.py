@@ -1,5 +1,5 @@
 """The read side's statements on SQLite: get, listing, candidate checks, the keyword
-(FTS5) and vector (vec0) rankings, namespaces, and recall's state selection.
+(FTS5) and vector rankings, namespaces, and recall's state selection.
 
 A read's scope arrives as plain pieces, first after the connection: `at` and `known_at`
 (None: now) and `tenant` (None: any tenant); a search adds its namespace `prefix` and
@@ -18,10 +18,8 @@ from sgam_store.core import clock, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
-from sgam_store.engines.sqlite.predicates import as_list, in_list, visible
+from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list, visible
 from sgam_store.engines.sqlite.versions import F_COLUMNS
-
-KNN_MAX_K = 4096  # sqlite-vec's ceiling for k
 
 Hits = list[tuple[int, float]]  # (fact_id, score), best first
 
@@ -215,38 +213,30 @@ def structured_state(
     return [FactRow._make(row) for row in rows]
 
 
-# ---------------------------------------------------------------- vectors (vec0)
+# ---------------------------------------------------------------- vectors (a plain table)
 
 
 def nearest(
     conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
 ) -> tuple[Hits, bool, bool]:
-    """(fact_id, similarity) of the `n` nearest vectors by vec0 KNN, best first; whether
-    the ranking has no more; and whether it stopped at sqlite-vec's k ceiling (then
-    deeper hits need `nearest_exact`). `current`: only current facts' vectors."""
-    k = min(KNN_MAX_K, n)
-    sql = "SELECT rowid, distance FROM fact_vectors WHERE embedding MATCH ? AND k = ?"
-    params: list[Any] = [query_vec, k]
-    if tenant is not None:
-        sql, params = sql + " AND tenant_id = ?", [*params, tenant]
-    if current:
-        sql += " AND is_current = 1"
-    found = conn.execute(sql, params).fetchall()
-    capped = k == KNN_MAX_K and len(found) == k
-    return _owners(conn, found), len(found) < k or capped, capped
+    """(fact_id, similarity) of the `n` nearest vectors, best first, by an exact scan of
+    the tenant's vectors (`current`: current facts' only); whether the ranking has no
+    more; and False, for no k ceiling (so no `nearest_exact` fallback is needed).
 
-
-def _owners(conn: Any, knn: list[tuple[int, float]]) -> Hits:
-    """vec0 (rowid, distance) -> (fact_id, similarity), best first."""
-    if not knn:
-        return []
-    distance = dict(knn)
-    owners = conn.execute(
-        f"SELECT vec_rowid, fact_id FROM vector_rows WHERE {in_list('vec_rowid')}",
-        (as_list(distance),),
+    Serves what the in-process mirror does not: point-in-time searches and
+    `vector_cache=False`."""
+    owners, params = "", []
+    if tenant is not None or current:
+        cond = current_sql() if current else "1"
+        if tenant is not None:
+            cond, params = f"{cond} AND tenant_id = ?", [tenant]
+        owners = f"WHERE fact_id IN (SELECT fact_id FROM facts WHERE {cond}) "
+    rows = conn.execute(
+        "SELECT fact_id, MIN(vec_distance_cosine(embedding, ?)) AS d FROM vector_rows "
+        f"{owners}GROUP BY fact_id ORDER BY d, fact_id LIMIT ?",
+        (query_vec, *params, n),
     ).fetchall()
-    hits = [(fid, 1.0 - distance[rid]) for rid, fid in owners]
-    return sorted(hits, key=lambda h: (-h[1], h[0]))
+    return [(fid, 1.0 - d) for fid, d in rows], len(rows) < n, False
 
 
 def nearest_exact(
@@ -263,8 +253,7 @@ def nearest_exact(
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     rows = conn.execute(
         "SELECT f.fact_id, f.row_id, MIN(vec_distance_cosine(v.embedding, ?)) AS d "
-        "FROM facts f JOIN vector_rows vr ON vr.fact_id = f.fact_id "
-        f"JOIN fact_vectors v ON v.rowid = vr.vec_rowid WHERE {where} "
+        f"FROM facts f JOIN vector_rows v ON v.fact_id = f.fact_id WHERE {where} "
         "GROUP BY f.row_id ORDER BY d",
         (query_vec, *params),
     ).fetchall()
@@ -274,9 +263,8 @@ def nearest_exact(
 def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, float]:
     """{fact_id: exact best-field cosine similarity} of those of `fact_ids` with vectors."""
     rows = conn.execute(
-        "SELECT vr.fact_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM vector_rows vr "
-        "JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
-        f"WHERE {in_list('vr.fact_id')} GROUP BY vr.fact_id",
+        "SELECT fact_id, MIN(vec_distance_cosine(embedding, ?)) FROM vector_rows "
+        f"WHERE {in_list('fact_id')} GROUP BY fact_id",
         (query_vec, as_list(fact_ids)),
     ).fetchall()
     return {fid: 1.0 - d for fid, d in rows}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sgam_store.engines.sqlite.indexing import has_vectors
 from sgam_store.engines.sqlite.predicates import believed_sql, current_sql
 
 _COUNTS = {
@@ -30,8 +29,6 @@ _COUNTS = {
 def collect_stats(conn: Any) -> dict[str, Any]:
     """Row counts, believed rows per value schema_version, and page usage of the file."""
     counts = {name: conn.execute(sql).fetchone()[0] for name, sql in _COUNTS.items()}
-    if has_vectors(conn):
-        counts["fact_vectors"] = conn.execute("SELECT COUNT(*) FROM fact_vectors").fetchone()[0]
     versions = conn.execute(
         f"SELECT schema_version, COUNT(*) FROM facts WHERE {believed_sql()} "
         "GROUP BY schema_version ORDER BY schema_version"

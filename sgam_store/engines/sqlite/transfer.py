@@ -2,8 +2,8 @@
 
 Rows travel in the neutral shapes of `core.engine.TRANSFER_TABLES`: timestamps as stored
 text, keyword rows as (fact_id, tenant_id, body), vectors as (fact_id, field, tenant_id,
-is_current, float32 bytes). What only SQLite has (keyword rowid slots, the vec0 owner
-table) is rebuilt on import.
+is_current, float32 bytes). What only SQLite has (keyword rowid slots) is rebuilt on
+import; tenant and is_current come from `facts` here.
 """
 
 from __future__ import annotations
@@ -46,9 +46,11 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
         if vector_dims(conn) is None:
             return
         sql = (
-            "SELECT vr.fact_id, vr.field, v.tenant_id, v.is_current, v.embedding "
-            "FROM vector_rows vr JOIN fact_vectors v ON v.rowid = vr.vec_rowid "
-            "ORDER BY vr.vec_rowid"
+            "SELECT v.fact_id, v.field, "
+            "(SELECT tenant_id FROM facts f WHERE f.fact_id = v.fact_id LIMIT 1), "
+            "EXISTS (SELECT 1 FROM facts f WHERE f.fact_id = v.fact_id "
+            "AND f.valid_to IS NULL AND f.known_to IS NULL), v.embedding "
+            "FROM vector_rows v ORDER BY v.vec_rowid"
         )
     else:
         columns = TRANSFER_COLUMNS[table]

@@ -1,31 +1,54 @@
-"""An in-process mirror of the current vectors, searched exactly with numpy BLAS.
+"""An in-process mirror of the current vectors, searched exactly with numpy.
 
-Why: vec0 KNN over every tenant's partition costs tens of milliseconds at 100k vectors,
-while one float32 matrix-vector product over the same rows costs a few. vec0 stays the
-durable store and still serves point-in-time (`as_of`) searches; this cache mirrors only
-its `is_current = 1` rows, one float32 block per tenant so a tenant-scoped search reads
-that tenant's rows alone.
+Why: the database's own vector search over every tenant costs tens of milliseconds at
+100k vectors, while one matrix-vector product over the same rows in memory costs a few. The
+database stays the durable store and still serves point-in-time (`as_of`) searches; this
+mirror holds only the vectors of current facts, one block per tenant so a tenant-scoped
+search reads that tenant's rows alone.
+
+Encodings (`retrieval={"vector_mirror": ...}`), per vector of d dims:
+- "float32" (default): 4d bytes; every score exact.
+- "float16": 2d bytes; scores within float16's rounding of the exact ones, no re-rank.
+  numpy has no fast float16 kernel: rows are widened to float32 a slice at a time, which
+  costs more than reading float32 (benchmarks/README.md, "Vector mirror encodings").
+- "int8": d bytes plus a float32 scale per vector (its largest component maps to 127, so
+  a row is coded on its own and a new vector never re-codes the others). The best
+  candidates by the int8 scores (twice as many as asked, at least 32 more) are re-ranked
+  with their exact float32 rows, so results and scores are those of float32 whenever
+  the exact top-k is among them. Those rows are not kept in memory (that is the cost
+  being cut) nor read from the database: the scan may run in the ranker's worker thread,
+  which has no connection. They sit in an unlinked file next to the database
+  (`_ExactRows`), read with `pread`: page cache that the kernel can reclaim.
 
 Coherence, cheapest signal first:
 - this connection's own write transactions hand their changes to `apply` after COMMIT
-  (vectors written, facts retired), so the cache never rebuilds for its own writes;
+  (vectors written, facts retired), so the mirror never rebuilds for its own writes;
 - `PRAGMA data_version` changes when *another connection* committed: rebuild;
-- `MAX(vec_rowid)` beyond what the cache has seen means vectors were added by a path that
-  did not report them (another store sharing this connection, a backfill): rebuild.
-A row the cache still holds after its fact stopped being current is harmless: every
+- `MAX(vec_rowid)` beyond what the mirror has seen means vectors were added by a path
+  that did not report them (another store sharing this connection, a backfill): rebuild.
+A row the mirror still holds after its fact stopped being current is harmless: every
 search joins its candidates with `facts` under the read rule, which drops it.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from sgam_store.core.errors import ConfigurationError
+
 _GROWTH = 1.5  # spare capacity per block, so appends rarely copy the matrix
 _COMPACT_SHARE = 0.25  # compact a block once this share of its rows is dead
+_DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
+_WIDEN_ROWS = 1024  # float16/int8 rows widened to float32 at a time (1.5 MB at 384 dims)
+_RERANK_EXTRA = 32  # int8: re-rank max(2k, k + this) candidates exactly
+_BUILD_ROWS = 65_536  # rows fetched per step of a build: its peak memory stays bounded
+_REBUILD_DEAD = 4096  # int8: rebuild once the exact file's dead rows pass this and its live
 
 
 @dataclass
@@ -36,56 +59,175 @@ class VectorDelta:
     retired: list[int] = field(default_factory=list)
 
 
-class _Block:
-    """One tenant's current vectors: unit-normalised rows, their fact ids, a live mask."""
+@dataclass
+class _Rows:
+    """Vectors as a block holds them: encoded rows; for int8, their scales and the slots
+    of their exact copies."""
 
-    def __init__(self, dims: int) -> None:
-        self.matrix = np.zeros((0, dims), dtype=np.float32)
+    matrix: np.ndarray
+    scale: np.ndarray | None = None
+    slots: np.ndarray | None = None
+
+
+class _ExactRows:
+    """The float32 rows behind an int8 mirror, for the exact re-rank of its candidates.
+
+    Append-only: a slot is never rewritten, so a forked child that inherited the file
+    reads what its own blocks point to while the parent goes on appending (a child that
+    writes rebuilds with a file of its own, see `VectorCache.apply`). Dead rows stay
+    until the mirror rebuilds.
+    """
+
+    def __init__(self, dims: int, directory: str | None) -> None:
+        self.dims = dims
+        self.file = _unlinked_file(directory)
+        self.pid = os.getpid()
+        self.rows = 0  # slots written
+        self.dead = 0  # slots whose vector left the mirror
+
+    def put(self, matrix: np.ndarray) -> np.ndarray:
+        """Append float32 rows; their slots."""
+        data = memoryview(np.ascontiguousarray(matrix, dtype=np.float32)).cast("B")
+        offset = self.rows * 4 * self.dims
+        while data:  # pwrite may write less than asked (about 2 GB at most per call)
+            written = os.pwrite(self.file.fileno(), data, offset)
+            data, offset = data[written:], offset + written
+        slots = np.arange(self.rows, self.rows + len(matrix), dtype=np.int64)
+        self.rows += len(matrix)
+        return slots
+
+    def read(self, slots: np.ndarray) -> np.ndarray:
+        """Rows by slot, in the order given: one pread per run of consecutive slots."""
+        order = np.argsort(slots, kind="stable")
+        ordered = slots[order]
+        out = np.empty((len(slots), self.dims), dtype=np.float32)
+        starts = np.flatnonzero(np.diff(ordered, prepend=-2) != 1).tolist()
+        row_bytes = 4 * self.dims
+        for lo, hi in zip(starts, [*starts[1:], len(ordered)], strict=True):
+            data = os.pread(self.file.fileno(), (hi - lo) * row_bytes, int(ordered[lo]) * row_bytes)
+            out[order[lo:hi]] = np.frombuffer(data, dtype=np.float32).reshape(hi - lo, self.dims)
+        return out
+
+
+def _unlinked_file(directory: str | None) -> Any:
+    """A file without a name, gone when closed: in the database's directory (the disk its
+    owner chose for data; the temp directory may be RAM-backed tmpfs), else the temp dir."""
+    try:
+        return tempfile.TemporaryFile(prefix="sgam-mirror-", dir=directory)
+    except OSError:
+        return tempfile.TemporaryFile(prefix="sgam-mirror-")
+
+
+def _database_directory(conn: Any) -> str | None:
+    """The directory of the main database file; None for an in-memory database."""
+    for _, name, path in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main" and path:
+            return os.path.dirname(path)
+    return None
+
+
+class _Block:
+    """One tenant's current vectors: encoded unit rows, their fact ids, a live mask; for
+    int8 also each row's scale and the slot of its exact copy."""
+
+    def __init__(self, dims: int, encoding: str) -> None:
+        quantized = encoding == "int8"
+        self.matrix = np.zeros((0, dims), dtype=_DTYPES[encoding])
+        self.scale = np.zeros(0, dtype=np.float32) if quantized else None
+        self.slots = np.zeros(0, dtype=np.int64) if quantized else None
         self.fact_ids = np.zeros(0, dtype=np.int64)
         self.alive = np.zeros(0, dtype=bool)
         self.size = 0
         self.dead = 0
         self.rows_of: dict[int, list[int]] = {}  # fact_id -> row positions
 
-    def append(self, fact_ids: np.ndarray, vectors: np.ndarray) -> None:
+    def append(self, fact_ids: np.ndarray, rows: _Rows) -> None:
         need = self.size + len(fact_ids)
         if need > len(self.fact_ids):
             capacity = max(need, int(need * _GROWTH), 64)
             self.matrix = _grow(self.matrix, capacity)
             self.fact_ids = _grow(self.fact_ids, capacity)
             self.alive = _grow(self.alive, capacity)
+            if self.scale is not None and self.slots is not None:
+                self.scale = _grow(self.scale, capacity)
+                self.slots = _grow(self.slots, capacity)
         end = self.size + len(fact_ids)
-        self.matrix[self.size : end] = vectors
+        self.matrix[self.size : end] = rows.matrix
         self.fact_ids[self.size : end] = fact_ids
         self.alive[self.size : end] = True
+        if self.scale is not None and self.slots is not None:
+            self.scale[self.size : end] = rows.scale
+            self.slots[self.size : end] = rows.slots
         for pos, fid in enumerate(fact_ids.tolist(), start=self.size):
             self.rows_of.setdefault(fid, []).append(pos)
         self.size = end
 
-    def drop(self, fact_id: int) -> None:
-        for pos in self.rows_of.pop(fact_id, ()):
-            self.alive[pos] = False
-            self.dead += 1
+    def drop(self, fact_id: int) -> int:
+        """Mark a fact's rows dead; how many there were."""
+        positions = self.rows_of.pop(fact_id, [])
+        self.alive[positions] = False
+        self.dead += len(positions)
         if self.dead > _COMPACT_SHARE * max(self.size, 1):
             self._compact()
+        return len(positions)
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.size])
-        fact_ids, matrix = self.fact_ids[keep], self.matrix[keep]
-        self.matrix, self.fact_ids, self.alive = matrix[:0], fact_ids[:0], self.alive[:0]
+        fact_ids = self.fact_ids[keep]
+        rows = _Rows(
+            self.matrix[keep],
+            None if self.scale is None else self.scale[keep],
+            None if self.slots is None else self.slots[keep],
+        )
+        self.matrix, self.fact_ids, self.alive = self.matrix[:0], fact_ids[:0], self.alive[:0]
+        if self.scale is not None and self.slots is not None:
+            self.scale, self.slots = self.scale[:0], self.slots[:0]
         self.size = self.dead = 0
         self.rows_of = {}
-        self.append(fact_ids, matrix)
+        self.append(fact_ids, rows)
 
     def scores(self, query: np.ndarray) -> np.ndarray:
-        """Similarity of every row by position; dead rows get -inf so they never rank."""
-        # einsum, not `@`: BLAS gemv hands rows to a thread pool that, on a busy machine,
-        # costs more than it saves (measured 2k rows: 8 ms vs 0.1 ms); einsum is one
-        # SIMD loop, predictable, and leaves the other cores to the application.
-        sims = np.einsum("ij,j->i", self.matrix[: self.size], query)
+        """Similarity of every row by position (int8: approximate); dead rows get -inf
+        so they never rank."""
+        sims = _dot(self.matrix[: self.size], query)
+        if self.scale is not None:
+            sims *= self.scale[: self.size]
         if self.dead:
             sims[~self.alive[: self.size]] = -np.inf
         return sims
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows in use, every column counted (spare capacity is not: its
+        pages are never touched, so the kernel never backs them)."""
+        columns = [self.matrix, self.fact_ids, self.alive, self.scale, self.slots]
+        return sum(c[: self.size].nbytes for c in columns if c is not None)
+
+
+def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each row's dot product with the float32 query, in float32.
+
+    einsum, not `@`: BLAS gemv hands rows to a thread pool that, on a busy machine, costs
+    more than it saves (measured 2k rows: 8 ms vs 0.1 ms); einsum is one SIMD loop,
+    predictable, and leaves the other cores to the application. float16 and int8 rows
+    are widened a slice at a time into a small buffer: numpy has no kernel for either,
+    and widening a whole block would allocate the float32 matrix the encoding saves.
+    """
+    if matrix.dtype == np.float32:
+        return np.einsum("ij,j->i", matrix, query)
+    out = np.empty(len(matrix), dtype=np.float32)
+    buffer = np.empty((min(_WIDEN_ROWS, len(matrix)), matrix.shape[1]), dtype=np.float32)
+    for start in range(0, len(matrix), _WIDEN_ROWS):
+        part = matrix[start : start + _WIDEN_ROWS]
+        wide = buffer[: len(part)]
+        np.copyto(wide, part)
+        np.einsum("ij,j->i", wide, query, out=out[start : start + len(part)])
+    return out
+
+
+def _best(sims: np.ndarray, n: int) -> slice | np.ndarray:
+    """Positions of the n highest values (all of them when there are no more)."""
+    return slice(None) if len(sims) <= n else np.argpartition(-sims, n - 1)[:n]
 
 
 class Scan:
@@ -97,6 +239,7 @@ class Scan:
 
     def __init__(self, cache: VectorCache, query: np.ndarray, blocks: dict[str, _Block]) -> None:
         self.cache = cache
+        self.exact = cache.exact  # this scan's, even if the mirror rebuilds meanwhile
         self.query = query
         self.sims = {tenant: block.scores(query) for tenant, block in blocks.items()}
         self.blocks = blocks
@@ -106,35 +249,39 @@ class Scan:
     def top(self, k: int) -> list[tuple[int, float]]:
         """(fact_id, cosine similarity) of the k most similar vectors, best first.
 
-        A fact with several embedded fields may appear once per field, as with vec0.
+        A fact with several embedded fields may appear once per field, as in the table.
         """
         if k not in self._tops:
             self._tops[k] = self._top(k)
         return self._tops[k]
 
     def _top(self, k: int) -> list[tuple[int, float]]:
-        sims_parts, ids_parts = [], []
+        depth = k if self.exact is None else max(2 * k, k + _RERANK_EXTRA)
+        sims_parts, ids_parts, slot_parts = [], [], []
         for tenant, sims in self.sims.items():
-            ids = self.blocks[tenant].fact_ids[: len(sims)]
-            if len(sims) > k:  # keep each block's k best before merging: bounded memory
-                best = np.argpartition(-sims, k - 1)[:k]
-                sims, ids = sims[best], ids[best]
-            sims_parts.append(sims)
-            ids_parts.append(ids)
+            block = self.blocks[tenant]
+            best = _best(sims, depth)  # each block's best before merging: bounded memory
+            sims_parts.append(sims[best])
+            ids_parts.append(block.fact_ids[: len(sims)][best])
+            if block.slots is not None:
+                slot_parts.append(block.slots[: len(sims)][best])
         if not sims_parts:
             return []
         sims, ids = np.concatenate(sims_parts), np.concatenate(ids_parts)
-        if len(sims) > k:
-            best = np.argpartition(-sims, k - 1)[:k]
-            sims, ids = sims[best], ids[best]
-        live = sims > -np.inf
-        sims, ids = sims[live], ids[live]
+        slots = np.concatenate(slot_parts) if self.exact is not None else None
+        best = _best(sims, depth)
+        live = sims[best] > -np.inf
+        sims, ids = sims[best][live], ids[best][live]
+        if self.exact is not None and slots is not None:
+            sims = _dot(self.exact.read(slots[best][live]), self.query)  # the exact re-rank
         # Ties break on fact id, so pages of one query never overlap or skip a row.
-        order = np.lexsort((ids, -sims))
+        order = np.lexsort((ids, -sims))[:k]
         return list(zip(ids[order].tolist(), sims[order].tolist(), strict=True))
 
     def similarity(self, fact_ids: list[int]) -> dict[int, float]:
         """Best-field cosine similarity for the given facts (those the cache holds)."""
+        if self.exact is not None:
+            return self.cache.cosines(self.query, fact_ids, self.exact)
         out: dict[int, float] = {}
         for fact_id in fact_ids:
             tenant = self.cache.tenant_of.get(fact_id)
@@ -157,7 +304,7 @@ def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
 
 
 def _unit(blobs: Iterable[bytes], dims: int) -> np.ndarray:
-    """float32 rows from vec0 blobs, scaled to unit length (a zero vector stays zero)."""
+    """float32 rows from stored blobs, scaled to unit length (a zero vector stays zero)."""
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dims).copy()
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
@@ -167,12 +314,36 @@ def _unit(blobs: Iterable[bytes], dims: int) -> np.ndarray:
 class VectorCache:
     """Exact cosine KNN over the current vectors of one database, in this process."""
 
-    def __init__(self, dims: int) -> None:
+    def __init__(self, dims: int, encoding: str = "float32") -> None:
         self.dims = dims
         self.blocks: dict[str, _Block] | None = None  # None: not built
         self.tenant_of: dict[int, str] = {}  # fact_id -> tenant, to drop retired facts
         self.data_version = -1
         self.max_rowid = 0
+        self.exact: _ExactRows | None = None  # int8's float32 rows, once built
+        self.encoding = encoding
+
+    @property
+    def encoding(self) -> str:
+        """How the rows are held: "float32", "float16" or "int8" (see the module doc).
+        Set it before searching (the store does, from `retrieval.vector_mirror`): a new
+        encoding drops the mirror, and the next search builds it again."""
+        return self._encoding
+
+    @encoding.setter
+    def encoding(self, encoding: str) -> None:
+        if encoding not in _DTYPES:
+            raise ConfigurationError(
+                f"vector_mirror must be one of {', '.join(_DTYPES)}: {encoding!r}"
+            )
+        self._encoding = encoding
+        self.invalidate()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the mirror's arrays in use (0 until built); int8's exact rows are in
+        their file, not here."""
+        return sum(block.nbytes for block in (self.blocks or {}).values())
 
     # ------------------------------------------------------------ coherence
 
@@ -194,29 +365,43 @@ class VectorCache:
             self.max_rowid = conn.execute(
                 "SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows"
             ).fetchone()[0]
-            owner = dict(conn.execute("SELECT vec_rowid, fact_id FROM vector_rows").fetchall())
-            # A full vec0 scan with the metadata filter: KNN is not needed, every row is.
+            self.blocks, self.tenant_of = {}, {}
+            quantized = self._encoding == "int8"
+            self.exact = _ExactRows(self.dims, _database_directory(conn)) if quantized else None
+            # The vectors of current facts (one open row per fact at most).
             rows = conn.execute(
-                "SELECT rowid, tenant_id, embedding FROM fact_vectors WHERE is_current = 1"
-            ).fetchall()
+                "SELECT v.vec_rowid, v.fact_id, f.tenant_id, v.embedding FROM vector_rows v "
+                "JOIN facts f ON f.fact_id = v.fact_id "
+                "WHERE f.valid_to IS NULL AND f.known_to IS NULL"
+            )
+            while batch := rows.fetchmany(_BUILD_ROWS):
+                self._add(batch)
+        except BaseException:
+            self.invalidate()  # never a half-built mirror
+            raise
         finally:
             if own_tx:
                 conn.execute("COMMIT")
-        self.blocks, self.tenant_of = {}, {}
-        self._add([(rowid, owner[rowid], tenant, blob) for rowid, tenant, blob in rows])
 
     def apply(self, delta: VectorDelta) -> None:
         """Mirror a committed transaction of this connection (no-op until built)."""
         if self.blocks is None:
+            return
+        if self.exact is not None and self.exact.pid != os.getpid():
+            self.invalidate()  # a forked child: never append to the parent's file
             return
         for fact_id in delta.retired:
             self._drop(fact_id)
         for _, fact_id, _, _ in delta.added:
             self._drop(fact_id)  # a fact id reused after erasure: its old rows are stale
         self._add(delta.added)
+        exact = self.exact
+        if exact is not None and exact.dead > max(_REBUILD_DEAD, exact.rows - exact.dead):
+            self.invalidate()  # the file is mostly dead rows: the next search rebuilds
 
     def invalidate(self) -> None:
         self.blocks = None
+        self.exact = None
 
     def _add(self, rows: list[tuple[int, int, str, bytes]]) -> None:
         assert self.blocks is not None
@@ -226,20 +411,30 @@ class VectorCache:
             self.tenant_of[fact_id] = tenant
             self.max_rowid = max(self.max_rowid, rowid)
         for tenant, pairs in by_tenant.items():
-            block = self.blocks.setdefault(tenant, _Block(self.dims))
+            block = self.blocks.setdefault(tenant, _Block(self.dims, self._encoding))
             ids = np.fromiter((f for f, _ in pairs), dtype=np.int64, count=len(pairs))
-            block.append(ids, _unit((b for _, b in pairs), self.dims))
+            block.append(ids, self._encode(_unit((b for _, b in pairs), self.dims)))
+
+    def _encode(self, unit: np.ndarray) -> _Rows:
+        if self.exact is None:
+            return _Rows(unit.astype(_DTYPES[self._encoding], copy=False))
+        peak = np.abs(unit).max(axis=1)
+        scale = np.where(peak > 0, peak / 127, 1).astype(np.float32)  # a zero row: codes 0
+        codes = np.rint(unit / scale[:, None]).astype(np.int8)
+        return _Rows(codes, scale, self.exact.put(unit))
 
     def _drop(self, fact_id: int) -> None:
         tenant = self.tenant_of.pop(fact_id, None)
         if tenant is not None and self.blocks is not None:
-            self.blocks[tenant].drop(fact_id)
+            dropped = self.blocks[tenant].drop(fact_id)
+            if self.exact is not None:
+                self.exact.dead += dropped
 
     # ------------------------------------------------------------ search
 
     def usable(self, blob: bytes) -> bool:
         """Built, and the query has a direction: a zero query has no cosine, so what it
-        means is left to vec0 (today: NULL distances; see test_hostile's xfail)."""
+        means is left to the database (today: NULL distances; see test_hostile's xfail)."""
         return self.blocks is not None and bool(np.any(np.frombuffer(blob, dtype=np.float32)))
 
     def _query(self, blob: bytes) -> np.ndarray:
@@ -259,8 +454,13 @@ class VectorCache:
     def similarities(self, blob: bytes, fact_ids: list[int]) -> dict[int, float]:
         """Best-field cosine similarity of the query with just these facts (those the
         mirror holds): a small scope's vectors, without scanning its tenant."""
+        return self.cosines(self._query(blob), fact_ids, self.exact)
+
+    def cosines(
+        self, query: np.ndarray, fact_ids: list[int], exact: _ExactRows | None
+    ) -> dict[int, float]:
+        """`similarities` for a unit query, from `exact`'s rows when given (int8)."""
         assert self.blocks is not None
-        query = self._query(blob)
         rows: dict[str, tuple[list[int], list[int]]] = {}  # tenant -> (positions, fact ids)
         for fact_id in fact_ids:
             tenant = self.tenant_of.get(fact_id)
@@ -271,8 +471,12 @@ class VectorCache:
                     owners.append(fact_id)
         out: dict[int, float] = {}
         for tenant, (positions, owners) in rows.items():
-            sims = np.einsum("ij,j->i", self.blocks[tenant].matrix[positions], query).tolist()
-            for fact_id, sim in zip(owners, sims, strict=True):
+            block = self.blocks[tenant]
+            if exact is not None and block.slots is not None:
+                vectors = exact.read(block.slots[positions])
+            else:
+                vectors = block.matrix[positions]
+            for fact_id, sim in zip(owners, _dot(vectors, query).tolist(), strict=True):
                 out[fact_id] = max(sim, out.get(fact_id, -np.inf))
         return out
 

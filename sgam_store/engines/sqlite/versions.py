@@ -99,8 +99,8 @@ def open_version(cur: Any, ns: str, attribute: str) -> FactRow | None:
 def key_tails(cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]]:
     """(latest believed version, earliest believed created_at) of many keys, one statement.
 
-    Aggregates per key over its believed rows (facts_one_start: namespace, attribute,
-    valid_from WHERE known_to IS NULL), then fetches each key's latest row by that index.
+    Aggregates per key over its believed rows (facts_versions: namespace, attribute,
+    valid_from), then fetches each key's latest row by that index.
     Keys with no believed version are absent.
     """
     rows = cur.execute(
@@ -118,13 +118,13 @@ def key_tails(cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]
 # ---------------------------------------------------------------- the write rule's writes
 
 
-def insert(cur: Any, row: FactRow) -> None:
-    cur.execute(_INSERT, row)
+def insert_many(cur: Any, rows: list[FactRow]) -> None:
+    cur.executemany(_INSERT, rows)
 
 
-def end_belief(cur: Any, row_id: int, now: str) -> None:
-    """The version stops being believed at `now` (its only in-place change)."""
-    cur.execute("UPDATE facts SET known_to = ? WHERE row_id = ?", (now, row_id))
+def end_beliefs(cur: Any, row_ids: list[int], now: str) -> None:
+    """The versions stop being believed at `now` (their only in-place change)."""
+    cur.executemany("UPDATE facts SET known_to = ? WHERE row_id = ?", [(now, r) for r in row_ids])
 
 
 def move_created(cur: Any, ns: str, attribute: str, start: str) -> None:

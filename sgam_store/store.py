@@ -36,6 +36,7 @@ from sgam_store.core.models import (
     DEFAULT_MEMORY_TYPE,
     SCHEMA_VERSION,
     Fact,
+    FactDraft,
     ForeignItem,
     ImportReport,
     MemoryFact,
@@ -328,7 +329,7 @@ class SGAMStore(BaseStore):
             new_key = tail is not None and tail.latest is None
             queue = review and new_key and put.op.index is not False
             tenant, subject = tx.layout.split(put.op.namespace)
-            fact = MemoryFact.model_construct(
+            fact = FactDraft(
                 tenant_id=tenant,
                 subject=subject,
                 attribute=put.op.key,

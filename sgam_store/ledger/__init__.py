@@ -34,7 +34,7 @@ from sgam_store.core.errors import (
     KeptExistingError,
     ValueTooLargeError,
 )
-from sgam_store.core.models import Fact, FactRow, MemoryFact
+from sgam_store.core.models import Fact, FactDraft, FactRow, MemoryFact
 from sgam_store.ledger import episodes
 from sgam_store.ledger.policies import Claim, ConflictPolicy, Decision
 
@@ -234,7 +234,7 @@ def _next_start(tx: Tx, ns: str, attribute: str, instant: str) -> str | None:
 
 def replace_fact(
     tx: Tx,
-    fact: MemoryFact,
+    fact: MemoryFact | FactDraft,
     *,
     ttl_minutes: float | None = None,
     decided_by: str | None = None,
@@ -257,6 +257,9 @@ def replace_fact(
     value_text, scalar = encoded or encode_value(fact.value, max_value_bytes)
     ns = namespaces.to_text(tx.layout.check_item(tx.layout.join(fact.tenant_id, fact.subject)))
     start = fact.valid_from
+    # Read before the rule writes: a write drops the key's prefetched tail, and every
+    # believed version carries the same created_at, which the rule's writes keep.
+    first = _first_created(tx, ns, fact.attribute)
     containing = _find_containing(tx, ns, fact.attribute, start)
     if containing is not None:
         end, supersedes = containing.valid_to, containing.fact_id
@@ -267,7 +270,6 @@ def replace_fact(
             append_version(tx, containing, valid_to=start)
     else:
         end, supersedes = _next_start(tx, ns, fact.attribute, start), None
-    first = _first_created(tx, ns, fact.attribute)
     created = min(first, start) if first else start
     if first is not None and first > start:
         # A delayed fact that is now the key's first: created_at (Item.created_at, "the
@@ -312,7 +314,7 @@ def replace_fact(
 
 
 def _decide_equal_start(
-    tx: Tx, row: FactRow, fact: MemoryFact, policy: ConflictPolicy | None
+    tx: Tx, row: FactRow, fact: MemoryFact | FactDraft, policy: ConflictPolicy | None
 ) -> Decision:
     """Rule 1: without a policy, or when it cannot decide, the conflict stands."""
     where = (

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sgam_store import ledger
-from sgam_store.core.models import MemoryFact
+from sgam_store.core.models import FactDraft, MemoryFact
 from sgam_store.ledger.policies import ConflictPolicy
 from sgam_store.read.index import WHOLE_VALUE, IndexSpec, field_texts, keyword_text
 
@@ -42,7 +42,7 @@ class FactWriter:
     def write(
         self,
         tx: ledger.Tx,
-        fact: MemoryFact,
+        fact: MemoryFact | FactDraft,
         vectors: list[tuple[str, bytes]],
         *,
         ttl: float | None = None,

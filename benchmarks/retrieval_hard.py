@@ -1,0 +1,232 @@
+"""Recall@1/5/10 and MRR per category on long dated conversations (`hard_memories.py`).
+
+usage:
+    python benchmarks/retrieval_hard.py --split tune                 # MiniLM; 3 modes
+    python benchmarks/retrieval_hard.py --split test --embedding hash
+    python benchmarks/retrieval_hard.py --retrieval '{"mode": "vector"}' \\
+        --retrieval '{"vector_weight": 2, "depth": 50}' --json tune.json
+
+Every `--retrieval` is one run with those `RetrievalConfig` overrides (SGAMStore's
+`retrieval=`); without any, the default hybrid and the vector and keyword modes run.
+Tune on `--split tune` (the default), report on `--split test`. The turns are stored and
+embedded once per invocation, then each run reopens the file with its config and asks
+every question of the split with `search((user, "turns"), query=q, limit=10)`.
+
+- recall@k: the share of a question's evidence turns among its top k, averaged over
+  questions (a two-turn question with one turn found counts 0.5);
+- MRR: 1 / rank of the best-ranked evidence turn in the top 10, else 0;
+- overall: the mean over every question of the split, whatever its category;
+- stale first: changing questions whose superseded turn ranks above the current one.
+
+`--embedding minilm` (default) needs the `local` extra (all-MiniLM-L6-v2 from an installed
+package, offline); `hash` is a deterministic bag of hashed words and character trigrams,
+for speed, not for quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench_langmem import source_tree_hash
+from hard_memories import CATEGORIES, SPLITS, Dataset, Question, generate
+from langchain_core.embeddings import Embeddings
+
+from sgam_store import LOCAL_DIMS, LocalMiniLM, SGAMStore
+
+KS = (1, 5, 10)
+MODES = {"hybrid": {}, "vector": {"mode": "vector"}, "keyword": {"mode": "keyword"}}
+HASH_DIMS = 256
+
+
+class HashEmbeddings(Embeddings):
+    """Bag of hashed words and character trigrams: texts sharing words or word pieces
+    are similar. Deterministic and fast; a stand-in, not a model."""
+
+    def __init__(self, dims: int = HASH_DIMS) -> None:
+        self.dims = dims
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * self.dims
+        words = re.findall(r"\w+", text.lower())
+        grams = [w[i : i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for token in words + grams:
+            h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+            vec[h % self.dims] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        return [x / norm for x in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+class QueryMemo(Embeddings):
+    """Query vectors embedded up front in batches (one at a time, a busy 2-core machine
+    took 0.4 s a question) and remembered, so every run embeds each question once."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.queries: dict[str, list[float]] = {}
+
+    def warm(self, texts: list[str]) -> None:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.queries))
+        self.queries.update(zip(todo, self.inner.embed_documents(todo), strict=True))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if text not in self.queries:
+            self.queries[text] = self.inner.embed_query(text)
+        return self.queries[text]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    category: str
+    recall: tuple[float, ...]  # at each of KS
+    rr: float
+    stale_first: bool
+
+
+def outcome(q: Question, keys: list[str]) -> Outcome:
+    """How well the ranked `keys` (best first) answer `q`."""
+    ranks = [keys.index(k) + 1 for k in q.evidence if k in keys]
+    recall = tuple(sum(r <= k for r in ranks) / len(q.evidence) for k in KS)
+    best = min(ranks, default=math.inf)
+    stale = min((keys.index(k) + 1 for k in q.stale if k in keys), default=math.inf)
+    return Outcome(q.category, recall, 1 / best if ranks else 0.0, stale < best)
+
+
+def summarize(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
+    """Mean metrics per category present, then "overall" over every question."""
+    groups = {c: [o for o in outcomes if o.category == c] for c in CATEGORIES}
+    groups = {c: group for c, group in groups.items() if group}
+    groups["overall"] = outcomes
+    summary = {}
+    for name, group in groups.items():
+        row: dict[str, float] = {"n": len(group)}
+        for i, k in enumerate(KS):
+            row[f"recall@{k}"] = sum(o.recall[i] for o in group) / len(group)
+        row["mrr"] = sum(o.rr for o in group) / len(group)
+        if name == "changing":
+            row["stale_first"] = sum(o.stale_first for o in group) / len(group)
+        summary[name] = row
+    return summary
+
+
+def index_config(embeddings: Embeddings, dims: int) -> dict[str, Any]:
+    return {"dims": dims, "embed": embeddings, "fields": ["text"]}
+
+
+def load(path: str, dataset: Dataset, index: dict[str, Any], batch: int = 200) -> None:
+    with SGAMStore.from_conn_string(path, index=index) as store:
+        for conv in dataset.conversations:
+            puts = conv.puts()
+            for i in range(0, len(puts), batch):
+                store.batch(puts[i : i + batch])
+
+
+def ask(path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict) -> list[Outcome]:
+    """Every question of `dataset`, searched in its conversation with this config."""
+    outcomes = []
+    with SGAMStore.from_conn_string(path, index=index, retrieval=retrieval) as store:
+        for conv in dataset.conversations:
+            for q in conv.questions:
+                found = store.search(conv.namespace, query=q.text, limit=max(KS))
+                outcomes.append(outcome(q, [item.key for item in found]))
+    return outcomes
+
+
+def evaluate(
+    path: str,
+    dataset: Dataset,
+    embeddings: Embeddings,
+    dims: int,
+    runs: dict[str, dict[str, Any]],
+    timings: dict[str, float] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Load `dataset` into a new SGAM file at `path` and embed its questions, then
+    summarize each run's answers; `timings` receives the seconds of that load and of each
+    run, by label."""
+    memo = QueryMemo(embeddings)
+    index = index_config(memo, dims)
+    timings = {} if timings is None else timings
+    started = time.perf_counter()
+    load(path, dataset, index)
+    memo.warm([q.text for q in dataset.questions])
+    timings["load"] = time.perf_counter() - started
+    results = {}
+    for label, retrieval in runs.items():
+        started = time.perf_counter()
+        results[label] = summarize(ask(path, dataset, index, retrieval))
+        timings[label] = time.perf_counter() - started
+    return results
+
+
+def table(summary: dict[str, dict[str, float]]) -> str:
+    columns = [f"recall@{k}" for k in KS] + ["mrr"]
+    lines = ["| category | n | " + " | ".join(columns) + " |", "|---|---:|" + "---:|" * 4]
+    for name, row in summary.items():
+        cells = " | ".join(f"{row[c]:.3f}" for c in columns)
+        lines.append(f"| {name} | {row['n']:.0f} | {cells} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=SPLITS, default="tune")
+    parser.add_argument("--embedding", choices=("minilm", "hash"), default="minilm")
+    parser.add_argument(
+        "--retrieval",
+        action="append",
+        type=json.loads,
+        help="JSON of RetrievalConfig overrides, one run each (repeatable)",
+    )
+    parser.add_argument("--seed", type=int, default=18, help="data set seed (keep for reports)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    return parser.parse_args(argv)
+
+
+def embedding(name: str) -> tuple[Embeddings, int]:
+    return (LocalMiniLM(), LOCAL_DIMS) if name == "minilm" else (HashEmbeddings(), HASH_DIMS)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    dataset = generate(seed=args.seed).split(args.split)
+    runs = {json.dumps(r, sort_keys=True): r for r in args.retrieval} if args.retrieval else MODES
+    turns = sum(len(c.turns) for c in dataset.conversations)
+    print(
+        f"split {args.split}: {len(dataset.conversations)} conversations, {turns} turns, "
+        f"{len(dataset.questions)} questions; embedding {args.embedding}; seed {args.seed}; "
+        f"sgam_store tree {source_tree_hash()}"
+    )
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "hard.db")
+        results = evaluate(path, dataset, *embedding(args.embedding), runs, timings)
+    for label, summary in results.items():
+        stale = summary.get("changing", {}).get("stale_first")
+        note = "" if stale is None else f", stale first {stale:.3f}"
+        print(f"\n{label} ({timings[label]:.1f} s{note})\n{table(summary)}")
+    print(f"\nload, embed turns and questions: {timings['load']:.1f} s")
+    if args.json:
+        report = {"split": args.split, "embedding": args.embedding, "seed": args.seed,
+                  "runs": runs, "results": results, "seconds": timings}  # fmt: skip
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

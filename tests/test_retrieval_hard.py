@@ -1,0 +1,169 @@
+"""The hard retrieval evaluation (benchmarks/hard_memories.py, benchmarks/retrieval_hard.py).
+
+Its numbers are only worth tuning against if the data is what it claims: the same for a
+seed, split by conversation with every category on both sides, and every question's
+evidence really stored and really answering it. A small run through a real SGAMStore
+checks the metrics and that keywords find a question worded like its evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import pytest
+from hard_memories import CATEGORIES, SPLITS, Conversation, Dataset, Question, generate
+from retrieval_hard import (
+    HASH_DIMS,
+    MODES,
+    HashEmbeddings,
+    ask,
+    evaluate,
+    index_config,
+    main,
+    outcome,
+    summarize,
+)
+
+from sgam_store import SGAMStore
+
+DATASET = generate()
+
+
+def turns_of(conv: Conversation) -> dict[str, str]:
+    return {t.key: t.value()["text"] for t in conv.turns}
+
+
+def test_same_seed_same_data() -> None:
+    assert generate() == DATASET
+    assert generate(seed=19) != DATASET
+    # A conversation depends on its own index and the seed only, not on how many follow.
+    assert generate(english=3, spanish=0).conversations == DATASET.conversations[:3]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_category_in_both_splits(split: str) -> None:
+    questions = DATASET.split(split).questions
+    assert {q.category for q in questions} == set(CATEGORIES)
+    assert min(sum(q.category == c for q in questions) for c in CATEGORIES) >= 20
+
+
+def test_splits_are_disjoint_conversations() -> None:
+    tune, test = (DATASET.split(s) for s in SPLITS)
+    users = [{c.user for c in part.conversations} for part in (tune, test)]
+    assert users[0].isdisjoint(users[1])
+    assert users[0] | users[1] == {c.user for c in DATASET.conversations}
+    assert len(users[0]) == len(users[1])
+    with pytest.raises(ValueError, match="split"):
+        DATASET.split("train")
+
+
+def test_evidence_exists_and_answers() -> None:
+    for conv in DATASET.conversations:
+        texts = turns_of(conv)
+        assert len(texts) == len(conv.turns), "turn keys are unique"
+        sessions = {t.key: t.session for t in conv.turns}
+        dates = {t.key: t.date for t in conv.turns}
+        for q in conv.questions:
+            assert q.evidence and all(k in texts for k in q.evidence + q.stale), q
+            assert q.user == conv.user
+            if q.category == "multi":
+                assert len(q.evidence) == 2 and len(set(q.evidence)) == 2
+            if q.category == "changing":
+                assert q.stale and sessions[q.stale[0]] < sessions[q.evidence[0]]
+            evidence = " ".join(texts[k] for k in q.evidence).lower()
+            answered = q.answer == dates[q.evidence[0]] or all(
+                part in evidence for part in q.answer.lower().split(", ")
+            )
+            assert answered, (q, evidence)
+
+
+def test_questions_are_not_copies_of_their_evidence() -> None:
+    for conv in DATASET.conversations:
+        texts = turns_of(conv)
+        for q in conv.questions:
+            assert all(q.text.lower() not in texts[k].lower() for k in q.evidence)
+
+
+def test_metrics_count_the_share_of_evidence_found() -> None:
+    two = Question("u", "multi", "q", evidence=("a", "b"), answer="")
+    assert outcome(two, ["x", "a", "y"]).recall == (0.0, 0.5, 0.5)
+    assert outcome(two, ["x", "a", "y"]).rr == 0.5
+    assert outcome(two, ["b", *"cdefghi", "a"]).recall == (0.5, 0.5, 1.0)
+    assert outcome(two, ["x", "b", *"cdefgh", "a"]).rr == 0.5  # the best-ranked one counts
+    assert outcome(two, ["x"]).rr == 0.0
+    changed = Question("u", "changing", "q", evidence=("new",), answer="", stale=("old",))
+    assert outcome(changed, ["old", "new"]).stale_first
+    assert not outcome(changed, ["new", "old"]).stale_first
+    assert outcome(changed, ["old"]).stale_first  # the current turn missed entirely
+    rows = summarize([outcome(two, ["a"]), outcome(changed, ["old", "new"])])
+    assert list(rows) == ["multi", "changing", "overall"]
+    assert rows["overall"]["recall@1"] == 0.25 and rows["overall"]["mrr"] == 0.75
+    assert rows["changing"]["stale_first"] == 1.0
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\w{4,}", text.lower()))
+
+
+def exact_word_questions(dataset: Dataset) -> list[tuple[int, Question]]:
+    """(position, question) of questions sharing a word with their evidence that no other
+    turn of the conversation has: keywords alone should find those."""
+    found = []
+    for i, q in enumerate(dataset.questions):
+        conv = next(c for c in dataset.conversations if c.user == q.user)
+        texts = turns_of(conv)
+        evidence = set().union(*(words(texts[k]) for k in q.evidence))
+        elsewhere = set().union(*(words(t) for k, t in texts.items() if k not in q.evidence))
+        if (words(q.text) & evidence) - elsewhere:
+            found.append((i, q))
+    return found
+
+
+def test_small_run_through_a_store(tmp_path: Path) -> None:
+    small = generate(english=2, spanish=2, sessions=4)
+    path = str(tmp_path / "hard.db")
+    timings: dict[str, float] = {}
+    results = evaluate(path, small, HashEmbeddings(), HASH_DIMS, MODES, timings)
+    assert set(results) == set(MODES) and set(timings) == {"load", *MODES}
+    present = {q.category for q in small.questions}
+    for summary in results.values():
+        assert set(summary) == present | {"overall"}
+        assert summary["overall"]["n"] == len(small.questions)
+        for row in summary.values():
+            values = [row["recall@1"], row["recall@5"], row["recall@10"], row["mrr"]]
+            assert all(0.0 <= v <= 1.0 for v in values)
+            assert row["recall@1"] <= row["recall@5"] <= row["recall@10"]
+    assert results["hybrid"]["overall"]["recall@10"] > 0
+
+    index = index_config(HashEmbeddings(), HASH_DIMS)
+    with SGAMStore.from_conn_string(path, index=index) as store:
+        for conv in small.conversations:
+            texts = turns_of(conv)
+            for q in conv.questions:
+                for key in q.evidence:
+                    item = store.get(conv.namespace, key)
+                    assert item is not None and item.value["text"] == texts[key]
+
+    exact = exact_word_questions(small)
+    assert exact, "some questions share a distinctive word with their evidence"
+    outcomes = ask(path, small, index, {"mode": "keyword"})
+    missed = [q.text for i, q in exact if outcomes[i].recall[-1] == 0]
+    assert missed == []
+
+
+@pytest.mark.slow
+def test_command_line_runs_overrides_on_a_split(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    overrides = ['{"mode": "keyword"}', '{"keyword_weight": 0.5, "depth": 10}']
+    argv = ["--split", "test", "--embedding", "hash", "--json", str(out)]
+    main([*argv, *(a for o in overrides for a in ("--retrieval", o))])
+    report = json.loads(out.read_text())
+    assert report["split"] == "test"
+    assert list(report["results"]) == [json.dumps(json.loads(o), sort_keys=True) for o in overrides]
+    for summary in report["results"].values():
+        assert summary["overall"]["n"] == len(DATASET.split("test").questions)

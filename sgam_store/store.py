@@ -44,7 +44,7 @@ from sgam_store.core.models import (
 )
 from sgam_store.engines import langgraph_items, open_engine
 from sgam_store.ledger import episodes
-from sgam_store.lifecycle import importing, retention
+from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
 from sgam_store.read import search
@@ -107,6 +107,7 @@ class SGAMStore(BaseStore):
     supports_ttl = True
     __slots__ = (
         "_cache",
+        "_language",
         "_ranker",
         "_reads",
         "_spec",
@@ -135,8 +136,8 @@ class SGAMStore(BaseStore):
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
-        connection string (`engine_options` then: schema, text_search_config, pool_size,
-        prepare_threshold). `vector_cache=False` searches the engine's vector index
+        connection string (`engine_options` then: schema, pool_size, prepare_threshold).
+        `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
         4 bytes x dims per fact). `tenant_at`: which namespace label names the tenant,
         e.g. 1 for LangMem's ("memories", user_id); recorded at `setup()`, and None takes
@@ -163,6 +164,7 @@ class SGAMStore(BaseStore):
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
         self._reads = GetCoalescer(self.execute)
+        self._language: str | None = None  # the keyword language, settled by setup()
 
     @property
     def conn(self) -> Any:
@@ -212,11 +214,33 @@ class SGAMStore(BaseStore):
         self.engine.close()
 
     def setup(self) -> None:
-        """Create or upgrade the schema (idempotent; safe across processes)."""
+        """Create or upgrade the schema (idempotent; safe across processes), and settle
+        the keyword language (`retrieval={"language": ...}`, see `lifecycle.keywords`)."""
         self.engine.setup()
+        self._language = keywords.settle(self.engine, self.retrieval.language)
 
     def _ensure_ready(self) -> None:
-        self.engine.ensure_ready()
+        if self._language is None:
+            self.setup()
+
+    @property
+    def language(self) -> str:
+        """The language the keyword index is analyzed in, as the database records it."""
+        self._ensure_ready()
+        assert self._language is not None
+        return self._language
+
+    def set_language(self, language: str) -> int:
+        """Rebuild the keyword index in `language` (one transaction; facts and history
+        untouched) and record it; returns the keyword rows rebuilt. Other stores open on
+        the database write and query in the new language from their next statement."""
+        self._ensure_ready()
+        rebuilt = keywords.set_language(self.engine, language)
+        self._language = language
+        # Term frequencies were counted in the old analysis: a new ranker counts afresh.
+        self._ranker.close()
+        self._ranker = Ranker(self.engine, self._spec, self._cache)
+        return rebuilt
 
     # ------------------------------------------------------------------ BaseStore
 

@@ -139,18 +139,13 @@ def test_a_schema_holding_langgraphs_tables_is_refused_untouched(uri: str) -> No
 def test_options_that_cannot_work_are_refused(uri: str) -> None:
     with pytest.raises(ConfigurationError, match="schema"):
         SGAMStore(uri, schema="Robert'); DROP TABLE facts;--")
-    with SGAMStore.from_conn_string(uri, text_search_config="english") as store:
-        store.setup()
+    with SGAMStore.from_conn_string(uri, retrieval={"language": "english"}) as store:
+        store.put(("acme",), "k", {"v": "keywords now exist"})
     with (
         pytest.raises(ConfigurationError, match="english"),
-        SGAMStore.from_conn_string(uri, text_search_config="spanish") as store,
+        SGAMStore.from_conn_string(uri, retrieval={"language": "spanish"}) as store,
     ):
         store.setup()
-    with (
-        pytest.raises(ConfigurationError, match="text_search_config"),
-        SGAMStore.from_conn_string(uri, schema="other", text_search_config="klingon") as s,
-    ):
-        s.setup()
     with pytest.raises(TypeError, match="schema"):
         SGAMStore(":memory:", schema="sgam")  # a PostgreSQL option on SQLite
 

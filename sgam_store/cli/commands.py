@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
 from sgam_store.engines import is_postgres_target, open_engine
@@ -622,6 +623,15 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return emit(args, f"backfill of {args.db}", report.to_dict())
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Rebuild the keyword index in another language (`SGAMStore.set_language`)."""
+    with existing_store(args.db) as store:
+        before = store.language
+        rebuilt = store.set_language(args.language)
+    report = {"language": args.language, "was": before, "keyword_rows": rebuilt}
+    return emit(args, f"keyword index of {args.db}", report)
+
+
 def cmd_copy(args: argparse.Namespace) -> int:
     """Copy a whole store to an empty one, on the same or another engine."""
     if not is_postgres_target(args.source) and not Path(args.source).is_file():
@@ -696,6 +706,10 @@ def add_lifecycle_commands(sub: Any) -> None:
         help="module or .py file that registers transforms (repeatable)",
     )
     backfill.add_argument("--batch-size", type=int, default=500)
+    reindex = command(
+        "reindex", "rebuild the keyword index in another language (stemming)", cmd_reindex
+    )
+    reindex.add_argument("--language", required=True, choices=analysis.LANGUAGES)
     copy = sub.add_parser(
         "copy", help="copy a whole store, with its history, into an empty one (any engine)"
     )

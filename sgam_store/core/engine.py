@@ -61,11 +61,22 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "similarities",
             "highest_row_id",
             "keyword_frequency",
+            "keyword_terms",
             "keyword_query",
             "keyword_hits",
         }
     ),
-    "indexing": frozenset({"flush_keywords", "write_vectors", "flush_vectors"}),
+    # Keyword and vector rows; the keyword language the rows are analyzed in.
+    "indexing": frozenset(
+        {
+            "flush_keywords",
+            "write_vectors",
+            "flush_vectors",
+            "stored_language",
+            "has_keywords",
+            "set_language",
+        }
+    ),
     "filters": frozenset({"check_filter"}),
     "episodes": frozenset({"exists", "insert", "by_id", "fact_source"}),
     "candidates": frozenset(

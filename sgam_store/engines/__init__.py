@@ -25,8 +25,8 @@ def open_engine(
     target: Any, *, dims: int | None, tenant_at: int | None = None, **options: Any
 ) -> Any:
     """The engine for `target`; `tenant_at` is the namespace layout's (None: as the
-    database says); `options` are engine settings (PostgreSQL: schema,
-    text_search_config, pool_size, prepare_threshold)."""
+    database says); `options` are engine settings (PostgreSQL: schema, pool_size,
+    prepare_threshold)."""
     if is_postgres_target(target):
         try:
             from sgam_store.engines.postgres.engine import PostgresEngine

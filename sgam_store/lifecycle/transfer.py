@@ -33,9 +33,14 @@ def copy_store(source: Any, target: Any) -> dict[str, int]:
     with target.reading() as conn:
         if not target.transfer.is_empty(conn):
             raise ConfigurationError("the target store is not empty; copy into a new one")
+    with source.reading() as conn:
+        language = source.indexing.stored_language(conn)
     counts = dict.fromkeys(TRANSFER_TABLES, 0)
 
     def body(cur: Any) -> None:
+        # The copy keeps the source's keyword language; the target is empty, so taking
+        # it rebuilds nothing, and the keyword rows arrive as text, analyzed on load.
+        target.indexing.set_language(cur, language)
         with source.snapshot() as conn:
             for table in TRANSFER_TABLES:
                 for rows in source.transfer.export_rows(conn, table):

@@ -9,7 +9,6 @@ to admit. Nothing here writes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
-from sgam_store.core import namespaces, schema_migration
+from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.models import FactRow
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
@@ -46,6 +45,10 @@ class RetrievalConfig:
     way the reported score is a similarity that never rises down the fused order (see
     `ranking.similarity_scores`). `threshold` drops results whose score is below it.
     `depth` is how many candidates each ranking contributes before fusion.
+    `language` is how keywords are analyzed (`core.analysis`: "english", "spanish", ...,
+    or "simple", unstemmed). The database records it: None takes the recorded one, and
+    another raises ConfigurationError at `setup()` unless the keyword index is empty;
+    `SGAMStore.set_language` rebuilds the index in another one.
     """
 
     mode: str = "hybrid"
@@ -53,6 +56,7 @@ class RetrievalConfig:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    language: str | None = None
     threshold: float | None = None
     depth: int = 30
 
@@ -61,6 +65,8 @@ class RetrievalConfig:
             raise ValueError(f"retrieval mode must be hybrid, vector or keyword: {self.mode!r}")
         if self.fusion not in ("relative", "rrf"):
             raise ValueError(f"fusion must be relative or rrf: {self.fusion!r}")
+        if self.language is not None:
+            analysis.check_language(self.language)
 
 
 @dataclass(frozen=True)
@@ -232,73 +238,11 @@ def vector_ranking(
     return ranked
 
 
-# Words too common to say anything about which fact a question needs.
-STOPWORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    }
-)
-
-
 # In hybrid search a term found in more than this share of all keyword rows (and in more
 # than COMMON_TERM_MIN_ROWS of them) is dropped: its IDF is near zero, so it barely changes
 # BM25 order, yet scoring its posting list dominates the query's cost.
 COMMON_TERM_SHARE = 0.1
 COMMON_TERM_MIN_ROWS = 1000
-
-
-def query_terms(text: str) -> list[str]:
-    """Distinct lowercase words of a query, stopwords dropped unless nothing else is left."""
-    words = re.findall(r"\w+", text.lower())
-    return list(dict.fromkeys([w for w in words if w not in STOPWORDS] or words))
 
 
 class TermStats:
@@ -336,8 +280,11 @@ def keyword_match(
     engine: Any, conn: Any, scope: Scope, op: SearchOp, prune: TermStats | None
 ) -> Any | None:
     """The engine's keyword query for `op.query` in scope; `prune` drops very common terms
-    (hybrid search, where vectors carry the semantics). None when nothing can match."""
-    terms = query_terms(op.query or "")
+    (hybrid search, where vectors carry the semantics). None when nothing can match.
+
+    The engine analyzes the query as its keyword rows were (`core.analysis`: the
+    database's language), so its terms are spelled as the index's."""
+    terms = engine.reads.keyword_terms(conn, op.query or "")
     if prune is not None:
         terms = drop_common_terms(engine, conn, terms, prune)
     return engine.reads.keyword_query(conn, terms, tenant_of(engine, scope, op))

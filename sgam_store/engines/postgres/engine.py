@@ -101,7 +101,6 @@ class PostgresEngine:
         *,
         dims: int | None = None,
         schema: str = connection.DEFAULT_SCHEMA,
-        text_search_config: str = "simple",
         pool_size: int = 8,
         prepare_threshold: int | None = 5,
         tenant_at: int | None = None,
@@ -109,7 +108,6 @@ class PostgresEngine:
         self.requested_tenant_at = tenant_at
         self.layout = namespaces.Layout(tenant_at or 0)  # settled by setup()
         self.schema = connection.check_schema_name(schema)
-        self.text_search_config = text_search_config
         self.pool = connection.open_pool(
             conninfo, schema=self.schema, max_size=pool_size, prepare_threshold=prepare_threshold
         )
@@ -119,7 +117,7 @@ class PostgresEngine:
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe across processes)."""
         with self.pool.connection() as conn:
-            migrations.migrate(conn, self.schema, self.text_search_config)
+            migrations.migrate(conn, self.schema)
             tenant_at = migrations.settle_tenant_at(conn, self.requested_tenant_at)
             self.layout = namespaces.Layout(tenant_at)
             if self.dims is not None:

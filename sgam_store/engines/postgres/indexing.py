@@ -16,8 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy
+from psycopg import sql
 
+from sgam_store.core import analysis
 from sgam_store.core.errors import DimensionMismatchError
+from sgam_store.engines.postgres import migrations
 
 _INSERT_VECTORS = (
     "INSERT INTO fact_vectors (fact_id, field, tenant_id, is_current, embedding) "
@@ -30,6 +33,39 @@ def has_vectors(cur: Any) -> bool:
     """fact_vectors exists once a store with an index config has set the database up."""
     row = cur.execute("SELECT 1 FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
     return row is not None
+
+
+def stored_language(conn: Any) -> str:
+    """The keyword language: the text-search configuration the `tsv` column uses (the
+    language names are PostgreSQL's configuration names, "simple" included)."""
+    row = conn.execute(
+        "SELECT value FROM sgam_meta WHERE key = 'text_search_config'"
+    ).fetchone()
+    return row[0]
+
+
+def has_keywords(conn: Any) -> bool:
+    """Whether any keyword row exists (a language change then needs a rebuild)."""
+    return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM fact_keywords)").fetchone()[0])
+
+
+def set_language(cur: Any, language: str) -> int:
+    """Regenerate every row's `tsv` with `language`'s configuration and record it;
+    returns the rows rebuilt.
+
+    A generated column's expression is fixed, so the column is dropped and added again
+    with the new one (PostgreSQL computes it for every row), and its GIN index rebuilt,
+    all in the caller's transaction: DDL is transactional here, and readers wait on the
+    table's lock, then see the new index whole."""
+    config = sql.Literal(analysis.check_language(language)).as_string(cur.conn)
+    cur.execute("SELECT pg_advisory_xact_lock(%s)", (migrations.MIGRATION_LOCK,))
+    cur.execute("ALTER TABLE fact_keywords DROP COLUMN tsv")
+    cur.execute(migrations.TSV_COLUMN.replace("{config}", f"{config}::regconfig"))
+    cur.execute(migrations.TSV_INDEX)
+    cur.execute(
+        "UPDATE sgam_meta SET value = %s WHERE key = 'text_search_config'", (language,)
+    )
+    return cur.execute("SELECT count(*) FROM fact_keywords").fetchone()[0]
 
 
 def flush_keywords(cur: Any, rows: list[tuple[int, str, str]]) -> None:

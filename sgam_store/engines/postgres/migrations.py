@@ -13,9 +13,8 @@ from typing import Any
 
 from psycopg import sql
 
-from sgam_store.core import namespaces
+from sgam_store.core import analysis, namespaces
 from sgam_store.core.errors import (
-    ConfigurationError,
     DimensionMismatchError,
     ForeignDatabaseError,
     SchemaVersionError,
@@ -23,7 +22,6 @@ from sgam_store.core.errors import (
 
 # pg_advisory_xact_lock key for schema changes: "sgam" in ASCII.
 MIGRATION_LOCK = 0x7367616D
-TEXT_SEARCH_CONFIGS = ("simple", "english", "spanish")
 
 V1 = [
     """CREATE TABLE facts (
@@ -79,8 +77,9 @@ V1 = [
     """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
        WHERE retention_policy IS NOT NULL""",
     "CREATE INDEX facts_doc ON facts USING gin (doc jsonb_path_ops)",
-    # One keyword row per fact. The text-search configuration is fixed at creation
-    # (sgam_meta.text_search_config), so the generated column stays immutable.
+    # One keyword row per fact. The text-search configuration is the keyword language
+    # (sgam_meta.text_search_config); changing it regenerates the column
+    # (indexing.set_language).
     """CREATE TABLE fact_keywords (
         fact_id   bigint PRIMARY KEY,
         tenant_id text NOT NULL,
@@ -214,6 +213,13 @@ V3 = [
     "CREATE INDEX supersession_decisions_old ON supersession_decisions (old_fact_id)",
 ]
 
+# The keyword column and its index as `indexing.set_language` recreates them.
+TSV_COLUMN = (
+    "ALTER TABLE fact_keywords ADD COLUMN tsv tsvector "
+    "GENERATED ALWAYS AS (to_tsvector({config}, body)) STORED"
+)
+TSV_INDEX = "CREATE INDEX fact_keywords_tsv ON fact_keywords USING gin (tsv)"
+
 MIGRATIONS: list[list[str]] = [V1, V2, V3]
 LATEST = len(MIGRATIONS)
 
@@ -247,13 +253,11 @@ def check_owned(cur: Any, schema: str) -> None:
     )
 
 
-def migrate(conn: Any, schema: str, text_search_config: str) -> int:
-    """Bring the schema to LATEST under the migration lock; return the version found."""
-    if text_search_config not in TEXT_SEARCH_CONFIGS:
-        raise ConfigurationError(
-            f"text_search_config must be one of {', '.join(TEXT_SEARCH_CONFIGS)}: "
-            f"{text_search_config!r}"
-        )
+def migrate(conn: Any, schema: str) -> int:
+    """Bring the schema to LATEST under the migration lock; return the version found.
+
+    A new database's keywords use the default language's configuration; the store's
+    `setup()` may switch an empty one to the language it asks for."""
     with conn.transaction():
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -267,21 +271,20 @@ def migrate(conn: Any, schema: str, text_search_config: str) -> int:
                 f"database schema v{found} is newer than this sgam-store (v{LATEST}); "
                 "upgrade sgam-store"
             )
-        config = sql.Literal(text_search_config).as_string(conn) + "::regconfig"
+        config = sql.Literal(analysis.DEFAULT_LANGUAGE).as_string(conn) + "::regconfig"
         for version in range(found, LATEST):
             for statement in MIGRATIONS[version]:
                 cur.execute(statement.replace("{config}", config).replace("{{}}", "{}"))
         if found == 0:
             cur.execute(
                 "INSERT INTO sgam_meta (key, value) VALUES ('text_search_config', %s)",
-                (text_search_config,),
+                (analysis.DEFAULT_LANGUAGE,),
             )
         cur.execute(
             "INSERT INTO sgam_meta (key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (str(LATEST),),
         )
-        _check_config(cur, text_search_config)
     return found
 
 
@@ -299,15 +302,6 @@ def settle_tenant_at(conn: Any, requested: int | None) -> int:
                 "INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', %s)", (str(found),)
             )
     return found
-
-
-def _check_config(cur: Any, wanted: str) -> None:
-    row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'text_search_config'").fetchone()
-    if row is not None and row[0] != wanted:
-        raise ConfigurationError(
-            f"this database's keywords use the {row[0]!r} text-search configuration; "
-            f"the store was opened with {wanted!r}"
-        )
 
 
 def ensure_vector_table(conn: Any, dims: int) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from sgam_store.core import clock, namespaces
+from sgam_store.core import analysis, clock, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.postgres.filters import filter_sql
 from sgam_store.engines.postgres.predicates import visible
@@ -40,8 +40,9 @@ EF_SEARCH_MAX = 1000  # pgvector's ceiling for hnsw.ef_search
 # 20,000 filtered to that tenant took 15 ms; all 20,000 in 11 ms, where an unfiltered walk
 # at ef_search 200 took 4 ms at recall 0.70 (random vectors: HNSW's worst case).
 EXACT_SCAN_MAX = 20_000
-# The store's text-search configuration, fixed when the schema was created; an InitPlan
-# evaluated once per statement, so the GIN index still applies.
+# The store's text-search configuration, its keyword language (`indexing.set_language`
+# changes both the column and this row in one transaction); an InitPlan evaluated once per
+# statement, so the GIN index still applies.
 _CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regconfig"
 
 Hits = list[tuple[int, float]]  # (fact_id, score), best first
@@ -377,6 +378,13 @@ def keyword_frequency(conn: Any, term: str) -> int:
         f"SELECT count(*) FROM fact_keywords WHERE tsv @@ to_tsquery({_CONFIG}, %s)",
         (_quoted(term),),
     ).fetchone()[0]
+
+
+def keyword_terms(conn: Any, text: str) -> list[str]:
+    """A query's words as the text-search configuration wants them: the configuration
+    stems them and drops its stop words inside `to_tsquery`, as `to_tsvector` did for
+    the rows, so a query of stop words alone matches nothing (except under "simple")."""
+    return analysis.query_words(text)
 
 
 def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:

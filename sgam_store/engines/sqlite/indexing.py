@@ -1,5 +1,6 @@
-"""Keyword and vector rows in SQLite: FTS5 rows numbered tenant first, and vector rows
-in a plain table, written set-based once per transaction.
+"""Keyword and vector rows in SQLite: FTS5 rows numbered tenant first and analyzed in the
+database's language, and vector rows in a plain table, written set-based once per
+transaction.
 
 Index rows are keyed by `fact_id`, which survives interval closing, so closing a fact
 never re-embeds it and writes nothing here: which facts are current is the ledger's to
@@ -11,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sgam_store.core import analysis
 from sgam_store.core.errors import InvalidFactError
+from sgam_store.engines.sqlite import migrations
 from sgam_store.engines.sqlite.vector_cache import VectorDelta
 
 # Keyword rows are numbered tenant first: rowid = slot << FACT_BITS | fact_id, where
@@ -58,17 +61,76 @@ def _slots(cur: Any, tenants: set[str]) -> dict[str, int]:
     return slots
 
 
+def stored_language(conn: Any) -> str:
+    """The language the keyword rows are analyzed in (`core.analysis`), as recorded."""
+    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'language'").fetchone()
+    return row[0] if row else analysis.LEGACY_LANGUAGE
+
+
+def has_keywords(conn: Any) -> bool:
+    """Whether any keyword row exists (a language change then needs a rebuild)."""
+    return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM fact_fts)").fetchone()[0])
+
+
+def _keyword_rows(
+    analyzer: analysis.Analyzer, rows: list[tuple[int, str]]
+) -> list[tuple[int, str, str | None]]:
+    """(rowid, body, source) of (rowid, text) pairs: `source` only where it differs."""
+    if not analyzer.stems:
+        return [(rowid, text, None) for rowid, text in rows]
+    return [(rowid, analyzer.index_text(text), text) for rowid, text in rows]
+
+
+_INSERT_KEYWORDS = "INSERT INTO fact_fts (rowid, body, source) VALUES (?, ?, ?)"
+
+
 def flush_keywords(cur: Any, rows: list[tuple[int, str, str]]) -> None:
-    """Write keyword rows (fact_id, tenant, text), in one statement per transaction."""
+    """Write keyword rows (fact_id, tenant, text), in one statement per transaction.
+
+    The language is read here, inside the write transaction, so a row is analyzed as
+    the database's other rows are, even when another process rebuilt them since this
+    store opened."""
     if not rows:
         return
     slots = _slots(cur, {tenant for _, tenant, _ in rows})
     if max(fact_id for fact_id, _, _ in rows) > FACT_MASK:
         raise InvalidFactError(f"fact id beyond {FACT_MASK}: keyword rowids would overflow")
-    cur.executemany(
-        "INSERT INTO fact_fts (rowid, body) VALUES (?, ?)",
-        [(slots[tenant] << FACT_BITS | fact_id, text) for fact_id, tenant, text in rows],
+    numbered = [(slots[tenant] << FACT_BITS | fact_id, text) for fact_id, tenant, text in rows]
+    analyzer = analysis.analyzer(stored_language(cur))
+    cur.executemany(_INSERT_KEYWORDS, _keyword_rows(analyzer, numbered))
+
+
+REBUILD_BATCH = 5000
+
+
+def set_language(cur: Any, language: str) -> int:
+    """Re-analyze every keyword row in `language` and record it; returns the rows rebuilt.
+
+    A new table is filled from the old one's text as written and takes its place, all in
+    the caller's write transaction: readers see the old index or the new one, never a
+    mix. Rowids are kept, so tenant slots and every fact's row stay as they were."""
+    analyzer = analysis.analyzer(analysis.check_language(language))
+    cur.execute(migrations.KEYWORDS_DDL.replace("fact_fts", "fact_fts_rebuilt"))
+    last, count = -1, 0
+    while batch := cur.execute(
+        "SELECT rowid, COALESCE(source, body) FROM fact_fts WHERE rowid > ? ORDER BY rowid LIMIT ?",
+        (last, REBUILD_BATCH),
+    ).fetchall():
+        cur.executemany(
+            _INSERT_KEYWORDS.replace("fact_fts", "fact_fts_rebuilt"),
+            _keyword_rows(analyzer, batch),
+        )
+        last, count = batch[-1][0], count + len(batch)
+    cur.execute("DROP TABLE fact_fts_vocab")
+    cur.execute("DROP TABLE fact_fts")
+    cur.execute("ALTER TABLE fact_fts_rebuilt RENAME TO fact_fts")
+    cur.execute("CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')")
+    cur.execute(
+        "INSERT INTO sgam_meta (key, value) VALUES ('language', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (language,),
     )
+    return count
 
 
 _INSERT_VECTOR = "INSERT INTO vector_rows (fact_id, field, embedding) VALUES (?, ?, ?)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sgam_store.core import namespaces
+from sgam_store.core import analysis, namespaces
 from sgam_store.core.errors import DimensionMismatchError, ForeignDatabaseError, SchemaVersionError
 
 FACTS_DDL = """
@@ -282,7 +282,36 @@ V5: list[str | Callable[[Any], None]] = [
        (CASE WHEN known_to IS NULL THEN 0 ELSE row_id END))""",
 ]
 
-MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5]
+# The keyword table from V6 on: `body` holds the analyzed terms that are matched and
+# ranked (`core.analysis`: stems under a language, the text itself under "simple"), and
+# `source`, not indexed, the text as written where it differs, so that a change of
+# language rebuilds every row from what was indexed (a put's `index=[...]` fields
+# included), and a copy to another store or engine carries text, not one analysis's stems.
+KEYWORDS_DDL = """CREATE VIRTUAL TABLE fact_fts USING fts5(
+    body, source UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+)"""
+
+
+def _keyword_source(conn: Any) -> None:
+    """V6: the keyword table gains `source`, and the database records its keyword
+    language: rows written before it are unstemmed ("simple"); a new database takes the
+    default (`setup()` may record the store's requested one while it is still empty)."""
+    conn.execute(KEYWORDS_DDL.replace("fact_fts", "fact_fts_v6"))
+    conn.execute("INSERT INTO fact_fts_v6 (rowid, body) SELECT rowid, body FROM fact_fts")
+    conn.execute("DROP TABLE fact_fts_vocab")
+    conn.execute("DROP TABLE fact_fts")
+    conn.execute("ALTER TABLE fact_fts_v6 RENAME TO fact_fts")
+    conn.execute("CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')")
+    written = conn.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
+    conn.execute(
+        "INSERT INTO sgam_meta (key, value) VALUES ('language', ?)",
+        (analysis.LEGACY_LANGUAGE if written else analysis.DEFAULT_LANGUAGE,),
+    )
+
+
+V6: list[str | Callable[[Any], None]] = [_keyword_source]
+
+MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6]
 LATEST = len(MIGRATIONS)
 
 

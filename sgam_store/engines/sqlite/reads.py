@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sgam_store.core import clock, namespaces
+from sgam_store.core import analysis, clock, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.sqlite.filters import filter_sql
-from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, tenant_slot
+from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, stored_language, tenant_slot
 from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list, visible
 from sgam_store.engines.sqlite.versions import F_COLUMNS
 
@@ -314,6 +314,13 @@ def keyword_frequency(conn: Any, term: str) -> int:
     """
     row = conn.execute("SELECT doc FROM fact_fts_vocab WHERE term = ?", (term,)).fetchone()
     return row[0] if row else 0
+
+
+def keyword_terms(conn: Any, text: str) -> list[str]:
+    """A query's terms, analyzed in the language the keyword rows were (read per query,
+    as `indexing.flush_keywords` reads it per write, so a rebuild by another process
+    never leaves this store's queries spelled for the old index)."""
+    return analysis.analyzer(stored_language(conn)).query_terms(text)
 
 
 def _fts_match(terms: list[str]) -> str:

@@ -1,9 +1,9 @@
 """Whole-store export and import on SQLite, for `sgam copy` between engines.
 
 Rows travel in the neutral shapes of `core.engine.TRANSFER_TABLES`: timestamps as stored
-text, keyword rows as (fact_id, tenant_id, body), vectors as (fact_id, field, tenant_id,
-is_current, float32 bytes). What only SQLite has (keyword rowid slots) is rebuilt on
-import; tenant and is_current come from `facts` here.
+text, keyword rows as (fact_id, tenant_id, text as written, which the target analyzes),
+vectors as (fact_id, field, tenant_id, is_current, float32 bytes). What only SQLite has
+(keyword rowid slots) is rebuilt on import; tenant and is_current come from `facts` here.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
     """The rows of one neutral table (`core.engine.TRANSFER_TABLES`), in batches."""
     if table == "keywords":
         sql = (
-            f"SELECT k.rowid & {indexing.FACT_MASK}, t.tenant_id, k.body FROM fact_fts k "
+            f"SELECT k.rowid & {indexing.FACT_MASK}, t.tenant_id, COALESCE(k.source, k.body) "
+            "FROM fact_fts k "
             f"JOIN tenants t ON t.slot = k.rowid >> {indexing.FACT_BITS} ORDER BY k.rowid"
         )
     elif table == "vectors":

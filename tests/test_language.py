@@ -331,6 +331,15 @@ def test_each_language_meets_its_inflections_and_drops_its_stop_words(
     assert analyzer.index_text(f"{stop} {plural}") == analyzer.query_terms(singular)[0]
 
 
+def test_tokens_with_digits_are_kept_as_they_are() -> None:
+    """Numbers, dates, ids and UUID pieces are not words: never stemmed (nor slowed by it)."""
+    analyzer = analysis.analyzer("english")
+    key = "3f2a9c1e-77b4-4c1d-9e0f-5a6b7c8d9e0f"
+    assert analyzer.query_terms(f"mp3s 2026-06-30 k12 {key}") == [
+        "mp3s", "2026", "06", "30", "k12", *key.split("-")
+    ]  # fmt: skip
+
+
 def test_index_and_query_analysis_agree_with_the_sqlite_tokenizer() -> None:
     """What the analyzer writes is what SQLite's tokenizer keeps: one token per term,
     spelled the same, so a term looked up in the vocabulary is found."""

@@ -112,6 +112,8 @@ def check_language(language: str) -> str:
 
 def fold(word: str) -> str:
     """`word` without diacritics ("canción" -> "cancion")."""
+    if word.isascii():
+        return word
     decomposed = unicodedata.normalize("NFD", word)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -146,7 +148,10 @@ class Analyzer:
         """The term of one lowercase word, or None for a stop word."""
         if fold(word) in self._stop:
             return None
-        if self._stemmer is None:
+        # A token with a digit in it is a number, a date's part, an id or a piece of a
+        # UUID key (LangMem's), not a word: nothing to strip, and stemming each new one
+        # would cost a put ~50 us a piece.
+        if self._stemmer is None or not word.isalpha():
             return word
         with self._lock:
             return fold(self._stemmer.stemWord(word))

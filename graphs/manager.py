@@ -19,6 +19,7 @@ Two forms:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,8 +81,37 @@ def extract_episode(
     schema: MemorySchema | None = None,
     policy: ConflictPolicy | None = None,
     consolidation: ConsolidationConfig | None = None,
+) -> ConsolidationResult | None:
+    """One episode: structured-output candidates -> consolidation -> write service; None
+    when another run extracted it first.
+
+    Runs of one conversation can overlap in a process: a server's "rollback" cancels a
+    running manager run, but the thread of its node goes on with the model call it was in
+    and writes what it gets, while the newer run starts. Extracting under the episode's
+    lock, and only if it is still unextracted, makes the newer run wait for that write and
+    skip the episode, so no episode is extracted twice. (Across processes the extraction
+    mark, written with the facts, narrows this to runs that overlap in time.)
+    """
+    with _EPISODE_LOCKS[hash(episode.episode_id) % len(_EPISODE_LOCKS)]:
+        if is_extracted(store, episode.episode_id):
+            return None
+        return _extract(store, scope, episode, model, schema, policy, consolidation)
+
+
+# Striped, not one lock per episode: a fixed set that never grows, and two episodes rarely
+# share one long enough to matter.
+_EPISODE_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+def _extract(
+    store: SGAMStore,
+    scope: MemoryScope,
+    episode: Episode,
+    model: BaseChatModel,
+    schema: MemorySchema | None,
+    policy: ConflictPolicy | None,
+    consolidation: ConsolidationConfig | None,
 ) -> ConsolidationResult:
-    """One episode: structured-output candidates -> consolidation -> write service."""
     payloads = extract_candidates(model, store, episode, schema=schema, subjects=[scope.subject])
     return consolidate(
         store,
@@ -152,7 +182,8 @@ def run_manager(
             policy=policy,
             consolidation=consolidation,
         )
-        out.append(report(episode, result))
+        if result is not None:
+            out.append(report(episode, result))
     sweep_candidates(store, tenant_id=scope.tenant_id)
     return out
 
@@ -234,12 +265,13 @@ def build_memory_manager(
         out = []
         for episode_id in state["episode_ids"]:
             episode = store.get_episode(episode_id, tenant_id=scope.tenant_id)
-            if episode is None or is_extracted(store, episode_id):
-                continue  # erased meanwhile, or extracted by an overlapping run
+            if episode is None:
+                continue  # erased meanwhile
             result = extract_episode(
                 store, scope, episode, llm, schema=schema, policy=policy, consolidation=cfg
             )
-            out.append(report(episode, result))
+            if result is not None:  # None: an overlapping run extracted it
+                out.append(report(episode, result))
         return {"memory_report": out}
 
     def review(

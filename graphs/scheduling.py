@@ -13,10 +13,14 @@ latest submission covers everything the replaced ones would have.
   exits first: call `close()` (or use it as a context manager) to run it.
 - `ServerMemoryScheduler`: on a LangGraph server, a run of the `memory_manager` graph with
   `after_seconds=N` on a memory thread of its own per conversation, with
-  `multitask_strategy="rollback"`: a newer submission deletes the waiting run (debounce).
-  Runs are durable (the server's queue survives restarts on LangGraph Platform) and can
-  go to other workers. Use "enqueue" instead to never interrupt a manager run that has
-  already started (then every submission runs, one after another: no debounce).
+  `multitask_strategy="rollback"`: a newer submission deletes the waiting run (debounce),
+  which then never runs. Runs are durable (the server's queue survives restarts on
+  LangGraph Platform) and can go to other workers. "rollback" also cancels a manager run
+  that has started; the model call its node is in still finishes in its thread, and the
+  manager extracts each episode under a lock, once (graphs/manager.py), so the newer run
+  skips what it wrote. Use "enqueue" to never interrupt a started run (then every
+  submission runs, one after another: no debounce). `close()` refuses later submissions
+  and waits, bounded, for those being sent; the runs already created stay on the server.
 
 Why not LangMem's `ReflectionExecutor` locally (it was used up to issue 19): its public
 surface cannot give these guarantees, whatever the caller does. `submit` after
@@ -34,11 +38,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -62,6 +69,8 @@ FORWARDED = (
     "repeat_attributes",
 )
 MEMORY_THREADS = uuid.UUID("5f0c3d43-0c4e-4d0a-9a51-6c1f3b8a9e27")  # uuid5 namespace
+RECENT = 256  # submissions, and threads' latest results, a local scheduler keeps
+REQUEST_TIMEOUT = 10.0  # seconds a server submission may take (the SDK's default is 300)
 
 
 def forwarded_settings(config: RunnableConfig | None, context: Any) -> dict[str, Any]:
@@ -79,11 +88,17 @@ def debounce_key(scope: MemoryScope) -> str:
 
 
 class SchedulerClosedError(SGAMError, RuntimeError):
-    """A submission reached a scheduler after `close()`: nothing was queued.
+    """A submission reached a scheduler after `close()`: nothing was queued or sent.
 
-    Defined here, not in `sgam_store.core.errors`, because only the graphs' local scheduler
-    raises it. A RuntimeError, like `concurrent.futures.Executor.submit` after shutdown.
+    Defined here, not in `sgam_store.core.errors`, because only the graphs' schedulers
+    raise it. A RuntimeError, like `concurrent.futures.Executor.submit` after shutdown.
     """
+
+
+def _refused(key: str) -> SchedulerClosedError:
+    return SchedulerClosedError(
+        f"the memory scheduler is closed; the run for {key!r} was not queued"
+    )
 
 
 @dataclass(frozen=True)
@@ -91,7 +106,8 @@ class CloseReport:
     """What `close()` left undone, by debounce key (both empty: everything ran)."""
 
     cancelled: tuple[str, ...] = ()  # waiting runs that will never run
-    running: tuple[str, ...] = ()  # a run still in progress at return; it finishes later
+    running: tuple[str, ...] = ()  # still in progress at return (a run; on a server, a
+    # submission being sent); it finishes later
 
     @property
     def complete(self) -> bool:
@@ -134,9 +150,7 @@ class DebouncedExecutor:
         task = _Task(key, run, time.monotonic() + delay_seconds)
         with self._cond:
             if self._closed:
-                raise SchedulerClosedError(
-                    f"the memory scheduler is closed; the run for {key!r} was not queued"
-                )
+                raise _refused(key)
             replaced = self._waiting.get(key)
             self._waiting[key] = task
             heapq.heappush(self._heap, (task.due, next(self._order), task))
@@ -230,8 +244,10 @@ class LocalMemoryScheduler:
         self.store = store
         self.delay_seconds = delay_seconds
         self.executor = DebouncedExecutor()
-        self.submitted: list[Future] = []  # every submission, in order (debounced ones cancel)
-        self._latest: dict[str, Future] = {}
+        # The latest RECENT submissions, in order (debounced ones are cancelled): bounded,
+        # since a scheduler lives as long as its process.
+        self.submitted: deque[Future] = deque(maxlen=RECENT)
+        self._latest: dict[str, Future] = {}  # per thread, in submission order
         self._lock = threading.RLock()  # a future's callback may submit again
 
     def submit(
@@ -252,15 +268,27 @@ class LocalMemoryScheduler:
         key = debounce_key(scope)
         with self._lock:  # `submitted` and `_latest` in the executor's order
             future = self.executor.submit(key, partial(self.manager.invoke, payload, config), delay)
+            self._latest.pop(key, None)  # re-inserted last: the dict stays in submission order
             self._latest[key] = future
             self.submitted.append(future)
+            self._forget_finished()
         return future
+
+    def _forget_finished(self) -> None:
+        """Keep the latest submission of at most RECENT threads, dropping the oldest that
+        are done; one still waiting or running is always kept (under the lock)."""
+        excess = len(self._latest) - RECENT
+        if excess > 0:
+            done = [key for key, future in self._latest.items() if future.done()]
+            for key in done[:excess]:
+                del self._latest[key]
 
     async def asubmit(self, *args: Any, **kwargs: Any) -> Future:
         return self.submit(*args, **kwargs)  # submit only enqueues: it never blocks
 
     def wait(self, timeout: float | None = 60.0) -> list[Any]:
-        """Wait for the latest submission of every thread; return their manager outputs."""
+        """Wait for the latest submission of every thread (of the RECENT last submitted, and
+        any still waiting); return their manager outputs."""
         with self._lock:
             futures = list(self._latest.values())
         return [f.result(timeout=timeout) for f in futures if not f.cancelled()]
@@ -296,7 +324,13 @@ def memory_thread_id(scope: MemoryScope) -> str:
 
 
 class ServerMemoryScheduler:
-    """Scheduling on a LangGraph server: a delayed run of the manager graph per turn."""
+    """Scheduling on a LangGraph server: a delayed run of the manager graph per turn.
+
+    Each submission is its own short-lived SDK client (the in-process one inside a server
+    graph, or `url`'s), so nothing is left open between turns and any event loop may
+    submit. A submission takes at most `request_timeout` seconds; then the SDK's
+    `httpx.TimeoutException` reaches the caller (the agent logs it and answers anyway).
+    """
 
     def __init__(
         self,
@@ -305,11 +339,16 @@ class ServerMemoryScheduler:
         url: str | None = None,
         delay_seconds: float = 30.0,
         multitask_strategy: Literal["rollback", "enqueue"] = "rollback",
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.assistant_id = assistant_id
         self.url = url  # None: the in-process server this graph runs on
         self.delay_seconds = delay_seconds
         self.multitask_strategy = multitask_strategy
+        self.request_timeout = request_timeout
+        self._cond = threading.Condition()
+        self._closed = False
+        self._sending: list[str] = []  # debounce keys of submissions in flight
 
     def _request(
         self,
@@ -325,7 +364,7 @@ class ServerMemoryScheduler:
             "input": {"messages": [_wire(m) for m in user_messages(messages)]},
             "context": {**(settings or {}), **scope.as_context()},
             "multitask_strategy": self.multitask_strategy,
-            "after_seconds": round(delay),
+            "after_seconds": math.ceil(max(delay, 0.0)),  # whole seconds, never early
             "if_not_exists": "create",
         }
 
@@ -337,11 +376,16 @@ class ServerMemoryScheduler:
         *,
         delay_seconds: float | None = None,
     ) -> dict[str, Any]:
-        """Create the delayed manager run (in-process client inside a server graph)."""
+        """Create the delayed manager run (in-process client inside a server graph).
+
+        Raises `SchedulerClosedError` after `close()`.
+        """
         from langgraph_sdk import get_client
 
         request = self._request(messages, scope, settings, delay_seconds)
-        return await get_client(url=self.url).runs.create(**request)
+        with self._in_flight(debounce_key(scope)):
+            async with get_client(url=self.url, timeout=self.request_timeout) as client:
+                return await client.runs.create(**request)
 
     def submit(
         self,
@@ -351,7 +395,10 @@ class ServerMemoryScheduler:
         *,
         delay_seconds: float | None = None,
     ) -> dict[str, Any]:
-        """Synchronous variant; needs `url` (the in-process client is async only)."""
+        """Synchronous variant; needs `url` (the in-process client is async only).
+
+        Raises `SchedulerClosedError` after `close()`.
+        """
         if self.url is None:
             raise RuntimeError(
                 "ServerMemoryScheduler without url runs only inside a LangGraph server, "
@@ -361,7 +408,46 @@ class ServerMemoryScheduler:
         from langgraph_sdk import get_sync_client
 
         request = self._request(messages, scope, settings, delay_seconds)
-        return get_sync_client(url=self.url).runs.create(**request)
+        with (
+            self._in_flight(debounce_key(scope)),
+            get_sync_client(url=self.url, timeout=self.request_timeout) as client,
+        ):
+            return client.runs.create(**request)
+
+    @contextmanager
+    def _in_flight(self, key: str) -> Iterator[None]:
+        """Count a submission as being sent, or refuse it once closed."""
+        with self._cond:
+            if self._closed:
+                raise _refused(key)
+            self._sending.append(key)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._sending.remove(key)
+                self._cond.notify_all()
+
+    def close(self, *, timeout: float = 60.0) -> CloseReport:
+        """Refuse further submissions and wait up to `timeout` for those being sent.
+        Returns with the keys of any still in flight (`running`). The runs already
+        created are the server's: they stay queued and run there. Closing again is
+        harmless."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._closed = True
+            while self._sending and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+            report = CloseReport(running=tuple(self._sending))
+        if not report.complete:
+            logger.warning("memory scheduler closed with submissions in flight: %s", report.running)
+        return report
+
+    def __enter__(self) -> ServerMemoryScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _wire(message: BaseMessage) -> dict[str, Any]:

@@ -10,7 +10,10 @@ conversation continues the script across calls and runs. Scripts come from `regi
 (in-process tests) or from the JSON file named by env ``SGAM_SCRIPTS`` (a server process):
 
     {"extract": [{"tool_calls": [{"name": "MemoryUpdates", "args": {"updates": [...]}}]}],
-     "agent": [{"content": "Noted."}]}
+     "agent": [{"content": "Noted.", "seconds": 2}]}
+
+`seconds` makes that reply take so long, as a slow provider would: a test can then act
+while a run is inside a model call.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,7 @@ class ScriptedChatModel(BaseChatModel):
     """Replays one scripted reply per call and keeps what it was sent."""
 
     replies: list[AIMessage]
+    seconds: list[float] = Field(default_factory=list)  # per reply: how long it takes
     name: str | None = "scripted"
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     tool_kwargs: list[dict[str, Any]] = Field(default_factory=list)
@@ -63,6 +68,8 @@ class ScriptedChatModel(BaseChatModel):
                 f"scripted model {self.name!r} has {len(self.replies)} replies; call {call} "
                 "asked for one more"
             )
+        if call <= len(self.seconds):
+            time.sleep(self.seconds[call - 1])
         reply = self.replies[call - 1].model_copy()
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -129,6 +136,8 @@ def get(name: str) -> ScriptedChatModel:
     with _REGISTRY_LOCK:  # two threads may load it at once: the first one wins
         if name not in _REGISTRY:
             _REGISTRY[name] = ScriptedChatModel(
-                replies=[to_message(s) for s in scripts[name]], name=name
+                replies=[to_message(s) for s in scripts[name]],
+                seconds=[float(s.get("seconds", 0)) for s in scripts[name]],
+                name=name,
             )
         return _REGISTRY[name]

@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from graphs import scheduling
 from graphs.agent import build_agent
 from graphs.manager import build_memory_manager
 from graphs.scheduling import (
@@ -137,6 +138,22 @@ def test_an_agent_used_after_its_scheduler_closed_answers_and_logs_why_memory_wa
     (logged,) = [r for r in caplog.records if r.name == "graphs.agent"]
     assert logged.exc_info is not None and logged.exc_info[0] is SchedulerClosedError
     assert len(scheduler.submitted) == 1 and len(extractor.prompts) == 1
+
+
+def test_a_long_running_scheduler_keeps_a_bounded_record_of_its_submissions(
+    store: SGAMStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduling, "RECENT", 8)
+    extractor = ScriptedChatModel(replies=[extract()] * 20)
+    with LocalMemoryScheduler(build_memory_manager(extractor), store, delay_seconds=0) as sched:
+        futures = []
+        for n in range(20):  # 20 conversations, one turn each
+            scope = MemoryScope(tenant_id="acme", user_id="mira", thread_id=f"t{n}")
+            futures.append(sched.submit([HumanMessage(f"Note {n}.", id=f"m{n}")], scope))
+            futures[-1].result(timeout=30)
+        assert list(sched.submitted) == futures[-8:]  # the latest, in order
+        assert len(sched.wait(timeout=30)) == 8  # the latest 8 threads' outputs
+    assert len(extractor.prompts) == 20
 
 
 def test_a_server_submission_is_a_delayed_rollback_run_on_a_memory_thread() -> None:

@@ -64,11 +64,21 @@ def free_port() -> int:
 
 @contextmanager
 def langgraph_dev(tmp_path: Path, target: str) -> Iterator[str]:
+    """`langgraph_server` with this module's scripts; yields its URL."""
+    with langgraph_server(tmp_path, target, SCRIPTS) as (url, _):
+        yield url
+
+
+@contextmanager
+def langgraph_server(
+    tmp_path: Path, target: str, scripts: dict[str, list[dict[str, Any]]]
+) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start `langgraph dev` on a free loopback port; always stop its whole process group.
 
     It runs from tmp_path, with the repo's langgraph.json anchored at the repo, so the dev
     server's own state directory (.langgraph_api/) never lands in the repository. The
-    store lives at `target`: a SQLite file, or PostgreSQL through SGAM_PG_URI.
+    store lives at `target`: a SQLite file, or PostgreSQL through SGAM_PG_URI. Its scripted
+    models replay `scripts`.
     """
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed")
@@ -80,7 +90,7 @@ def langgraph_dev(tmp_path: Path, target: str) -> Iterator[str]:
         "store": {**config["store"], "path": str(ROOT / config["store"]["path"])},
     }
     (tmp_path / "langgraph.json").write_text(json.dumps(anchored))
-    (tmp_path / "scripts.json").write_text(json.dumps(SCRIPTS))
+    (tmp_path / "scripts.json").write_text(json.dumps(scripts))
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -110,9 +120,10 @@ def langgraph_dev(tmp_path: Path, target: str) -> Iterator[str]:
             if time.monotonic() > deadline:
                 pytest.fail(f"no /ok in 60 s:\n{(tmp_path / 'server.log').read_text()}")
             time.sleep(0.2)
-        yield url
+        yield url, proc
     finally:
         if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGCONT)  # a test may have paused it
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=15)

@@ -254,14 +254,39 @@ class SGAMStore(BaseStore):
         self, ops: list[Op], scope: Scope, *, read_only: bool = False
     ) -> list[Result]:
         """`execute` in a worker thread, so the engine never blocks the event loop; reads
-        arriving together share one hop and one statement (read/coalesce.py)."""
+        arriving together share one hop and one statement (read/coalesce.py). Search
+        queries are embedded first, awaited, so a search waiting for the model holds no
+        worker thread (a server's default executor has a few: read/microbatch.py)."""
         if only_gets(ops):
             return await self._reads.submit(ops, scope)
-        return await asyncio.to_thread(self.execute, ops, scope, read_only=read_only)
+        queries = await self._aembed_queries(ops)
+        return await asyncio.to_thread(
+            self.execute, ops, scope, read_only=read_only, queries=queries
+        )
 
-    def execute(self, ops: Sequence[Op], scope: Scope, *, read_only: bool = False) -> list[Result]:
+    async def _aembed_queries(self, ops: Sequence[Op]) -> dict[int, bytes] | None:
+        """What `Ranker.embed_queries` gives, through the embedder's `aembed_query`
+        (LangChain's default runs `embed_query` in a thread; the local model awaits its
+        batch); None when no search has a query to embed."""
+        wanted = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
+        if self._spec is None or not wanted:
+            return None
+        embed = self._spec.embeddings.aembed_query
+        vectors = dict(zip(wanted, await asyncio.gather(*map(embed, wanted.values())), strict=True))
+        # A zero vector has no direction: such a query is answered by keywords alone.
+        return {i: self._spec.check(v) for i, v in vectors.items() if any(v)}
+
+    def execute(
+        self,
+        ops: Sequence[Op],
+        scope: Scope,
+        *,
+        read_only: bool = False,
+        queries: dict[int, bytes] | None = None,
+    ) -> list[Result]:
         """Validate all ops, then run reads (seeing the state before this batch's writes)
-        and then every write in one transaction. Views call this with their scope."""
+        and then every write in one transaction. Views call this with their scope;
+        `queries` are the searches' vectors when the caller embedded them already."""
         self._ensure_ready()
         for op in ops:
             _validate(op, self.engine.filters, self.engine.layout)
@@ -272,7 +297,8 @@ class SGAMStore(BaseStore):
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
         puts = self._prepare_puts(ops)
-        queries = self._ranker.embed_queries(ops)
+        if queries is None:
+            queries = self._ranker.embed_queries(ops)
         results: list[Result] = [None] * len(ops)
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)

@@ -139,26 +139,29 @@ class SGAMStore(BaseStore):
         connection string (`engine_options` then: schema, pool_size, prepare_threshold).
         `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
-        4 bytes x dims per fact). `tenant_at`: which namespace label names the tenant,
-        e.g. 1 for LangMem's ("memories", user_id); recorded at `setup()`, and None takes
+        4 bytes x dims per fact, 1 with `retrieval={"vector_mirror": "int8"}`).
+        `tenant_at`: which namespace label names the tenant, e.g. 1 for LangMem's
+        ("memories", user_id); recorded at `setup()`, and None takes
         the database's (0 for a new one). Another than the recorded one raises
         ConfigurationError. `review_new_keys`: a put of a new key queues it for the
         memory manager's supersession review (a correction written as a new memory,
         LangMem's way; see `managers.supersession`)."""
         self._spec = IndexSpec.from_config(index) if index else None
         dims = self._spec.dims if self._spec else None
+        self.retrieval = (  # checked before a connection opens
+            retrieval
+            if isinstance(retrieval, search.RetrievalConfig)
+            else search.RetrievalConfig(**(retrieval or {}))
+        )
         self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
         self.default_source = default_source
         self.review_new_keys = review_new_keys
-        self.retrieval = (
-            retrieval
-            if isinstance(retrieval, search.RetrievalConfig)
-            else search.RetrievalConfig(**(retrieval or {}))
-        )
         self._cache = self.engine.vector_mirror(self._spec.dims) if dims and vector_cache else None
+        if self._cache is not None:
+            self._cache.encoding = self.retrieval.vector_mirror
         self._ranker = Ranker(self.engine, self._spec, self._cache)
         self.facts = FactWriter(
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache

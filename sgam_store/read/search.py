@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
 from sgam_store.core import analysis, namespaces, schema_migration
+from sgam_store.core.errors import ConfigurationError
 from sgam_store.core.models import FactRow
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
@@ -35,6 +36,9 @@ class Scan(Protocol):
     def similarity(self, fact_ids: list[int]) -> dict[int, float]: ...
 
 
+VECTOR_MIRRORS = ("float32", "float16", "int8")  # see engines/sqlite/vector_cache.py
+
+
 @dataclass(frozen=True)
 class RetrievalConfig:
     """How `search(query=...)` ranks.
@@ -49,6 +53,9 @@ class RetrievalConfig:
     or "simple", unstemmed). The database records it: None takes the recorded one, and
     another raises ConfigurationError at `setup()` unless the keyword index is empty;
     `SGAMStore.set_language` rebuilds the index in another one.
+    `vector_mirror` is how the in-process mirror of current vectors holds them (SQLite;
+    read when the store opens): "float32" (exact), "float16" (half the memory, scores
+    rounded) or "int8" (a quarter, the best candidates re-ranked on exact floats).
     """
 
     mode: str = "hybrid"
@@ -59,6 +66,7 @@ class RetrievalConfig:
     language: str | None = None
     threshold: float | None = None
     depth: int = 30
+    vector_mirror: str = "float32"
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -67,6 +75,10 @@ class RetrievalConfig:
             raise ValueError(f"fusion must be relative or rrf: {self.fusion!r}")
         if self.language is not None:
             analysis.check_language(self.language)
+        if self.vector_mirror not in VECTOR_MIRRORS:
+            raise ConfigurationError(
+                f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
+            )
 
 
 @dataclass(frozen=True)

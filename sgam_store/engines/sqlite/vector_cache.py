@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,13 @@ _WIDEN_ROWS = 1024  # float16/int8 rows widened to float32 at a time (1.5 MB at 
 _RERANK_EXTRA = 32  # int8: re-rank max(2k, k + this) candidates exactly
 _BUILD_ROWS = 65_536  # rows fetched per step of a build: its peak memory stays bounded
 _REBUILD_DEAD = 4096  # int8: rebuild once the exact file's dead rows pass this and its live
+# A scan of this many vectors or more is split across the cores, in slices of _SPLIT_ROWS:
+# at 1M vectors one core needs ~80 ms, and a hand-off to a worker ~0.1 ms. Only where
+# np.vecdot exists (numpy 2): it releases the GIL, einsum does not.
+_PARALLEL_MIN = 262_144
+_SPLIT_ROWS = 65_536
+_CORES = os.cpu_count() or 1
+_VECDOT = getattr(np, "vecdot", None)
 
 
 @dataclass
@@ -126,11 +134,67 @@ def _database_directory(conn: Any) -> str | None:
     return None
 
 
+class _Where:
+    """Where the mirror holds each fact's rows: its block's number, its first row, how
+    many rows, in arrays indexed by fact id.
+
+    Fact ids are row ids of `facts`, so dense: ~10 bytes per id up to the highest one
+    held, where dicts of Python ints took ~285 bytes per fact (as much as the int8 rows).
+    A fact's rows are appended together (the build reads them in `vec_rowid` order and
+    never splits a fact between batches), so they are one run of rows in one block.
+    """
+
+    def __init__(self) -> None:
+        self.block = np.full(0, -1, dtype=np.int32)  # -1: not held
+        self.first = np.zeros(0, dtype=np.int32)
+        self.count = np.zeros(0, dtype=np.int16)
+
+    def find(self, fact_ids: list[int]) -> list[tuple[int, int, int, int]]:
+        """(fact id, block number, first row, row count) of each fact held."""
+        ids = np.asarray(fact_ids, dtype=np.int64)
+        ids = ids[(ids >= 0) & (ids < len(self.block))]
+        held = ids[self.block[ids] >= 0]
+        found = zip(
+            held.tolist(),
+            self.block[held].tolist(),
+            self.first[held].tolist(),
+            self.count[held].tolist(),
+            strict=True,
+        )
+        return list(found)
+
+    def place(self, number: int, fact_ids: np.ndarray, start: int) -> None:
+        """Record `fact_ids`, rows `start`, `start + 1`, ... of block `number`."""
+        if not len(fact_ids):
+            return
+        heads = np.flatnonzero(np.r_[True, fact_ids[1:] != fact_ids[:-1]])
+        ids = fact_ids[heads]
+        top = int(ids.max())
+        if top >= len(self.block):
+            size = max(int((top + 1) * _GROWTH), 1024)
+            grown = np.full(size - len(self.block), -1, dtype=np.int32)
+            self.block = np.concatenate([self.block, grown])
+            self.first, self.count = _grow(self.first, size), _grow(self.count, size)
+        self.block[ids] = number
+        self.first[ids] = start + heads
+        self.count[ids] = np.diff(np.r_[heads, len(fact_ids)])
+
+    def forget(self, fact_id: int) -> None:
+        self.block[fact_id] = -1
+
+    @property
+    def nbytes(self) -> int:
+        return self.block.nbytes + self.first.nbytes + self.count.nbytes
+
+
 class _Block:
     """One tenant's current vectors: encoded unit rows, their fact ids, a live mask; for
-    int8 also each row's scale and the slot of its exact copy."""
+    int8 also each row's scale and the slot of its exact copy. `number` names it in
+    `_Where`."""
 
-    def __init__(self, dims: int, encoding: str) -> None:
+    def __init__(self, dims: int, encoding: str, tenant: str, number: int) -> None:
+        self.tenant = tenant
+        self.number = number
         quantized = encoding == "int8"
         self.matrix = np.zeros((0, dims), dtype=_DTYPES[encoding])
         self.scale = np.zeros(0, dtype=np.float32) if quantized else None
@@ -139,9 +203,9 @@ class _Block:
         self.alive = np.zeros(0, dtype=bool)
         self.size = 0
         self.dead = 0
-        self.rows_of: dict[int, list[int]] = {}  # fact_id -> row positions
 
-    def append(self, fact_ids: np.ndarray, rows: _Rows) -> None:
+    def append(self, fact_ids: np.ndarray, rows: _Rows) -> int:
+        """Add rows at the end; the position of the first."""
         need = self.size + len(fact_ids)
         if need > len(self.fact_ids):
             capacity = max(need, int(need * _GROWTH), 64)
@@ -158,20 +222,20 @@ class _Block:
         if self.scale is not None and self.slots is not None:
             self.scale[self.size : end] = rows.scale
             self.slots[self.size : end] = rows.slots
-        for pos, fid in enumerate(fact_ids.tolist(), start=self.size):
-            self.rows_of.setdefault(fid, []).append(pos)
-        self.size = end
+        start, self.size = self.size, end
+        return start
 
-    def drop(self, fact_id: int) -> int:
-        """Mark a fact's rows dead; how many there were."""
-        positions = self.rows_of.pop(fact_id, [])
-        self.alive[positions] = False
-        self.dead += len(positions)
-        if self.dead > _COMPACT_SHARE * max(self.size, 1):
-            self._compact()
-        return len(positions)
+    def kill(self, first: int, count: int) -> None:
+        """Mark rows dead: they score -inf until `compact` removes them."""
+        self.alive[first : first + count] = False
+        self.dead += count
 
-    def _compact(self) -> None:
+    @property
+    def sparse(self) -> bool:
+        return self.dead > _COMPACT_SHARE * max(self.size, 1)
+
+    def compact(self) -> None:
+        """Keep only live rows (their positions change: the caller places them again)."""
         keep = np.flatnonzero(self.alive[: self.size])
         fact_ids = self.fact_ids[keep]
         rows = _Rows(
@@ -183,13 +247,13 @@ class _Block:
         if self.scale is not None and self.slots is not None:
             self.scale, self.slots = self.scale[:0], self.slots[:0]
         self.size = self.dead = 0
-        self.rows_of = {}
         self.append(fact_ids, rows)
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
+    def scores(self, query: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
         """Similarity of every row by position (int8: approximate); dead rows get -inf
-        so they never rank."""
-        sims = _dot(self.matrix[: self.size], query)
+        so they never rank. `sims`: the rows' dot products, when already computed."""
+        if sims is None:
+            sims = _dot(self.matrix[: self.size], query)
         if self.scale is not None:
             sims *= self.scale[: self.size]
         if self.dead:
@@ -204,25 +268,60 @@ class _Block:
         return sum(c[: self.size].nbytes for c in columns if c is not None)
 
 
-def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+def _dot(matrix: np.ndarray, query: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Each row's dot product with the float32 query, in float32.
 
-    einsum, not `@`: BLAS gemv hands rows to a thread pool that, on a busy machine, costs
-    more than it saves (measured 2k rows: 8 ms vs 0.1 ms); einsum is one SIMD loop,
-    predictable, and leaves the other cores to the application. float16 and int8 rows
-    are widened a slice at a time into a small buffer: numpy has no kernel for either,
-    and widening a whole block would allocate the float32 matrix the encoding saves.
+    Not `@`: BLAS gemv hands rows to a thread pool that, on a busy machine, costs more
+    than it saves (measured 2k rows: 8 ms vs 0.1 ms). np.vecdot (numpy 2) and einsum are
+    one loop in this thread; vecdot releases the GIL, so readers in other threads scan
+    at the same time. float16 and int8 rows are widened a slice at a time into a small
+    buffer: numpy has no kernel for either, and widening a whole block would allocate
+    the float32 matrix the encoding saves.
     """
+    out = np.empty(len(matrix), dtype=np.float32) if out is None else out
     if matrix.dtype == np.float32:
-        return np.einsum("ij,j->i", matrix, query)
-    out = np.empty(len(matrix), dtype=np.float32)
+        return _rows_dot(matrix, query, out)
     buffer = np.empty((min(_WIDEN_ROWS, len(matrix)), matrix.shape[1]), dtype=np.float32)
     for start in range(0, len(matrix), _WIDEN_ROWS):
         part = matrix[start : start + _WIDEN_ROWS]
         wide = buffer[: len(part)]
         np.copyto(wide, part)
-        np.einsum("ij,j->i", wide, query, out=out[start : start + len(part)])
+        _rows_dot(wide, query, out[start : start + len(part)])
     return out
+
+
+def _rows_dot(matrix: np.ndarray, query: np.ndarray, out: np.ndarray) -> np.ndarray:
+    if _VECDOT is not None:
+        return _VECDOT(matrix, query, out=out)
+    return np.einsum("ij,j->i", matrix, query, out=out)
+
+
+class _Workers:
+    """The threads a large scan is split across, one per core, started on first use
+    (again in a forked child, which inherits the executor but not its threads)."""
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.pid = 0
+
+    def scores(self, blocks: dict[str, _Block], query: np.ndarray) -> dict[str, np.ndarray]:
+        """Every block's `scores`, its rows' dot products computed in slices, in parallel."""
+        if self.pool is None or self.pid != os.getpid():
+            self.pool = ThreadPoolExecutor(_CORES, thread_name_prefix="sgam-mirror-scan")
+            self.pid = os.getpid()
+        sims = {tenant: np.empty(block.size, dtype=np.float32) for tenant, block in blocks.items()}
+        slices = [
+            self.pool.submit(_dot, block.matrix[lo:hi], query, sims[tenant][lo:hi])
+            for tenant, block in blocks.items()
+            for lo in range(0, block.size, _SPLIT_ROWS)
+            for hi in [min(lo + _SPLIT_ROWS, block.size)]
+        ]
+        for done in slices:
+            done.result()
+        return {tenant: block.scores(query, sims[tenant]) for tenant, block in blocks.items()}
+
+
+_WORKERS = _Workers()
 
 
 def _best(sims: np.ndarray, n: int) -> slice | np.ndarray:
@@ -241,9 +340,12 @@ class Scan:
         self.cache = cache
         self.exact = cache.exact  # this scan's, even if the mirror rebuilds meanwhile
         self.query = query
-        self.sims = {tenant: block.scores(query) for tenant, block in blocks.items()}
-        self.blocks = blocks
         self.count = _live(blocks)
+        if self.count >= _PARALLEL_MIN and _CORES > 1 and _VECDOT is not None:
+            self.sims = _WORKERS.scores(blocks, query)
+        else:
+            self.sims = {tenant: block.scores(query) for tenant, block in blocks.items()}
+        self.blocks = blocks
         self._tops: dict[int, list[tuple[int, float]]] = {}
 
     def top(self, k: int) -> list[tuple[int, float]]:
@@ -283,13 +385,10 @@ class Scan:
         if self.exact is not None:
             return self.cache.cosines(self.query, fact_ids, self.exact)
         out: dict[int, float] = {}
-        for fact_id in fact_ids:
-            tenant = self.cache.tenant_of.get(fact_id)
-            if tenant is None:
-                continue
-            # Keyword hits come from the scanned scope, so their tenant's block was scored.
-            rows, sims = self.blocks[tenant].rows_of[fact_id], self.sims[tenant]
-            out[fact_id] = float(sims[rows[0]]) if len(rows) == 1 else float(sims[rows].max())
+        for fact_id, number, first, count in self.cache.where.find(fact_ids):
+            sims = self.sims.get(self.cache.numbered[number].tenant)
+            if sims is not None:  # keyword hits come from the scanned scope: always
+                out[fact_id] = float(sims[first : first + count].max())
         return out
 
 
@@ -316,8 +415,9 @@ class VectorCache:
 
     def __init__(self, dims: int, encoding: str = "float32") -> None:
         self.dims = dims
-        self.blocks: dict[str, _Block] | None = None  # None: not built
-        self.tenant_of: dict[int, str] = {}  # fact_id -> tenant, to drop retired facts
+        self.blocks: dict[str, _Block] | None = None  # by tenant; None: not built
+        self.numbered: list[_Block] = []  # by number
+        self.where = _Where()
         self.data_version = -1
         self.max_rowid = 0
         self.exact: _ExactRows | None = None  # int8's float32 rows, once built
@@ -343,7 +443,9 @@ class VectorCache:
     def nbytes(self) -> int:
         """Bytes of the mirror's arrays in use (0 until built); int8's exact rows are in
         their file, not here."""
-        return sum(block.nbytes for block in (self.blocks or {}).values())
+        if self.blocks is None:
+            return 0
+        return self.where.nbytes + sum(block.nbytes for block in self.blocks.values())
 
     # ------------------------------------------------------------ coherence
 
@@ -365,17 +467,25 @@ class VectorCache:
             self.max_rowid = conn.execute(
                 "SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows"
             ).fetchone()[0]
-            self.blocks, self.tenant_of = {}, {}
+            self.blocks, self.numbered, self.where = {}, [], _Where()
             quantized = self._encoding == "int8"
             self.exact = _ExactRows(self.dims, _database_directory(conn)) if quantized else None
-            # The vectors of current facts (one open row per fact at most).
+            # The vectors of current facts (one open row per fact at most), a fact's rows
+            # together (written together, so adjacent in vec_rowid order).
             rows = conn.execute(
                 "SELECT v.vec_rowid, v.fact_id, f.tenant_id, v.embedding FROM vector_rows v "
                 "JOIN facts f ON f.fact_id = v.fact_id "
-                "WHERE f.valid_to IS NULL AND f.known_to IS NULL"
+                "WHERE f.valid_to IS NULL AND f.known_to IS NULL ORDER BY v.vec_rowid"
             )
+            pending: list[tuple[int, int, str, bytes]] = []
             while batch := rows.fetchmany(_BUILD_ROWS):
-                self._add(batch)
+                pending += batch
+                cut = len(pending)  # the last fact's rows wait: its next row may follow
+                while cut and pending[cut - 1][1] == pending[-1][1]:
+                    cut -= 1
+                self._add(pending[:cut])
+                pending = pending[cut:]
+            self._add(pending)
         except BaseException:
             self.invalidate()  # never a half-built mirror
             raise
@@ -390,10 +500,8 @@ class VectorCache:
         if self.exact is not None and self.exact.pid != os.getpid():
             self.invalidate()  # a forked child: never append to the parent's file
             return
-        for fact_id in delta.retired:
-            self._drop(fact_id)
-        for _, fact_id, _, _ in delta.added:
-            self._drop(fact_id)  # a fact id reused after erasure: its old rows are stale
+        # A fact id added again (reused after erasure, say): its old rows are stale.
+        self._drop([*delta.retired, *(fact_id for _, fact_id, _, _ in delta.added)])
         self._add(delta.added)
         exact = self.exact
         if exact is not None and exact.dead > max(_REBUILD_DEAD, exact.rows - exact.dead):
@@ -402,18 +510,23 @@ class VectorCache:
     def invalidate(self) -> None:
         self.blocks = None
         self.exact = None
+        self.numbered, self.where = [], _Where()
 
     def _add(self, rows: list[tuple[int, int, str, bytes]]) -> None:
         assert self.blocks is not None
         by_tenant: dict[str, list[tuple[int, bytes]]] = {}
         for rowid, fact_id, tenant, blob in rows:
             by_tenant.setdefault(tenant, []).append((fact_id, blob))
-            self.tenant_of[fact_id] = tenant
             self.max_rowid = max(self.max_rowid, rowid)
         for tenant, pairs in by_tenant.items():
-            block = self.blocks.setdefault(tenant, _Block(self.dims, self._encoding))
+            block = self.blocks.get(tenant)
+            if block is None:
+                block = _Block(self.dims, self._encoding, tenant, len(self.numbered))
+                self.blocks[tenant] = block
+                self.numbered.append(block)
             ids = np.fromiter((f for f, _ in pairs), dtype=np.int64, count=len(pairs))
-            block.append(ids, self._encode(_unit((b for _, b in pairs), self.dims)))
+            start = block.append(ids, self._encode(_unit((b for _, b in pairs), self.dims)))
+            self.where.place(block.number, ids, start)
 
     def _encode(self, unit: np.ndarray) -> _Rows:
         if self.exact is None:
@@ -423,12 +536,19 @@ class VectorCache:
         codes = np.rint(unit / scale[:, None]).astype(np.int8)
         return _Rows(codes, scale, self.exact.put(unit))
 
-    def _drop(self, fact_id: int) -> None:
-        tenant = self.tenant_of.pop(fact_id, None)
-        if tenant is not None and self.blocks is not None:
-            dropped = self.blocks[tenant].drop(fact_id)
+    def _drop(self, fact_ids: list[int]) -> None:
+        """Take these facts' rows out of the ranking; compact the blocks left sparse."""
+        touched = {}
+        for fact_id, number, first, count in self.where.find(list(dict.fromkeys(fact_ids))):
+            block = touched[number] = self.numbered[number]
+            block.kill(first, count)
+            self.where.forget(fact_id)
             if self.exact is not None:
-                self.exact.dead += dropped
+                self.exact.dead += count
+        for block in touched.values():
+            if block.sparse:
+                block.compact()
+                self.where.place(block.number, block.fact_ids[: block.size], 0)
 
     # ------------------------------------------------------------ search
 
@@ -460,18 +580,14 @@ class VectorCache:
         self, query: np.ndarray, fact_ids: list[int], exact: _ExactRows | None
     ) -> dict[int, float]:
         """`similarities` for a unit query, from `exact`'s rows when given (int8)."""
-        assert self.blocks is not None
-        rows: dict[str, tuple[list[int], list[int]]] = {}  # tenant -> (positions, fact ids)
-        for fact_id in fact_ids:
-            tenant = self.tenant_of.get(fact_id)
-            if tenant is not None:
-                positions, owners = rows.setdefault(tenant, ([], []))
-                for position in self.blocks[tenant].rows_of[fact_id]:
-                    positions.append(position)
-                    owners.append(fact_id)
+        rows: dict[int, tuple[list[int], list[int]]] = {}  # block -> (positions, fact ids)
+        for fact_id, number, first, count in self.where.find(fact_ids):
+            positions, owners = rows.setdefault(number, ([], []))
+            positions.extend(range(first, first + count))
+            owners.extend([fact_id] * count)
         out: dict[int, float] = {}
-        for tenant, (positions, owners) in rows.items():
-            block = self.blocks[tenant]
+        for number, (positions, owners) in rows.items():
+            block = self.numbered[number]
             if exact is not None and block.slots is not None:
                 vectors = exact.read(block.slots[positions])
             else:

@@ -48,7 +48,7 @@ _COMPACT_SHARE = 0.25  # compact a block once this share of its rows is dead
 _DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
 _WIDEN_ROWS = 1024  # float16/int8 rows widened to float32 at a time (1.5 MB at 384 dims)
 _RERANK_EXTRA = 32  # int8: re-rank max(2k, k + this) candidates exactly
-_BUILD_ROWS = 65_536  # rows fetched per step of a build: its peak memory stays bounded
+_BUILD_ROWS = 8192  # rows fetched per step of a build (12 MB at 384 dims): a bounded peak
 _REBUILD_DEAD = 4096  # int8: rebuild once the exact file's dead rows pass this and its live
 # A scan of this many vectors or more is split across the cores, in slices of _SPLIT_ROWS:
 # at 1M vectors one core needs ~80 ms, and a hand-off to a worker ~0.1 ms. Only where
@@ -325,8 +325,10 @@ _WORKERS = _Workers()
 
 
 def _best(sims: np.ndarray, n: int) -> slice | np.ndarray:
-    """Positions of the n highest values (all of them when there are no more)."""
-    return slice(None) if len(sims) <= n else np.argpartition(-sims, n - 1)[:n]
+    """Positions of the n highest values (all of them when there are no more), unordered.
+    Partitioned at len - n rather than on `-sims`, which would copy the scores first."""
+    cut = len(sims) - n
+    return slice(None) if cut <= 0 else np.argpartition(sims, cut)[cut:]
 
 
 class Scan:

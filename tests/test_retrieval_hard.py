@@ -21,6 +21,7 @@ from retrieval_hard import (
     HASH_DIMS,
     MODES,
     HashEmbeddings,
+    VectorFile,
     ask,
     evaluate,
     index_config,
@@ -167,3 +168,21 @@ def test_command_line_runs_overrides_on_a_split(tmp_path: Path) -> None:
     assert list(report["results"]) == [json.dumps(json.loads(o), sort_keys=True) for o in overrides]
     for summary in report["results"].values():
         assert summary["overall"]["n"] == len(DATASET.split("test").questions)
+
+
+def test_a_vector_file_embeds_each_text_once(tmp_path: Path) -> None:
+    class Counting(HashEmbeddings):
+        calls = 0
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            Counting.calls += len(texts)
+            return super().embed_documents(texts)
+
+    path = tmp_path / "vectors.json"
+    first = VectorFile(Counting(), path, "hash")
+    vectors = first.embed_documents(["a turn", "another turn", "a turn"])
+    first.save()
+    again = VectorFile(Counting(), path, "hash")
+    assert again.embed_documents(["another turn", "a turn"]) == vectors[1::-1]
+    assert again.embed_query("a turn") == vectors[0]
+    assert Counting.calls == 2  # only the first file embedded, each text once

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from langgraph.store.base import Op, SearchItem, SearchOp
@@ -129,6 +130,7 @@ class Ranker:
         vector, keyword = hybrid_rankings(
             engine, conn, scope, op, query_vec, depth, seen, scan, keywords
         )
+        vector = vector[: contributed(depth, cfg)]
         # Rank every candidate on both signals: keyword hits outside the KNN depth get their
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
@@ -163,15 +165,19 @@ class Ranker:
         found: dict[int, int],
     ) -> Ranked:
         """`rank` over a small scope's facts, each scored directly: the same signals,
-        depths and fusion as the tenant-wide path, with no candidate left to check."""
+        depths and fusion as the tenant-wide path, with no candidate left to check. Hybrid
+        search also drops the query's terms common in the scope (`scope_keyword_match`):
+        counting them is a query per term, affordable over a small scope only."""
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
         ids = sorted(found)
         hybrid = query_vec is not None and cfg.mode == "hybrid"
         keyword: Ranked = []
         if query_vec is None or hybrid:
-            match = search.keyword_match(
-                self._engine, conn, scope, op, self._terms if hybrid else None
+            match = (
+                search.scope_keyword_match(self._engine, conn, scope, op, ids, self._terms)
+                if hybrid
+                else search.keyword_match(self._engine, conn, scope, op, None)
             )
             hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
             keyword = [(fid, score, found[fid]) for fid, score in hits]
@@ -182,8 +188,7 @@ class Ranker:
         vector = [(fid, sim, found[fid]) for fid, sim in ranked]
         if not hybrid:
             return vector
-        vector = vector[: search.vector_depth(depth)]
-        keyword = keyword[:depth]
+        vector, keyword = vector[: contributed(depth, cfg)], keyword[:depth]
         near = {fid for fid, _, _ in vector}
         extra = [(f, cosine[f], row) for f, _, row in keyword if f not in near and f in cosine]
         vector = sorted(vector + extra, key=lambda t: -t[1])
@@ -242,13 +247,23 @@ class Ranker:
         return self._pool
 
 
+def contributed(depth: int, cfg: RetrievalConfig) -> int:
+    """How many vector candidates enter fusion. Rank fusion counts each list's ranks
+    alike, so both give `depth` (given 4x as many, RRF followed BM25 among its hits:
+    recall@10 0.354 on the harder evaluation's tune half). Relative fusion min-max
+    normalizes the cosines over the wider `vector_depth`: over `depth` alone it lost
+    questions that keywords decide (benchmarks/retrieval_eval.py, hybrid recall@1/5/10
+    0.878 / 0.956 / 0.972 -> 0.828 / 0.917 / 0.956 at depth 30)."""
+    return depth if cfg.fusion == "rrf" else search.vector_depth(depth)
+
+
 def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     if cfg.fusion == "rrf":
         fused = fuse_rrf(signals, cfg.rrf_k)
     else:
-        fused = fuse_relative(signals[0], signals[1])
+        fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor)
     return similarity_scores(fused, cosine, keyword)
 
 
@@ -263,7 +278,8 @@ def hybrid_rankings(
     scan: Callable[[], Scan | None],
     keywords: Any | None,
 ) -> tuple[Ranked, Ranked]:
-    """(vector ranking, keyword ranking), each `want` deep when that many match.
+    """(vector ranking, keyword ranking): keywords `want` deep when that many match,
+    vectors at least as deep (how many of them enter fusion is `contributed`).
 
     `scan()` waits for the cache's similarity scan, which may be running in another
     thread while the keyword ranking runs here (None: use the engine's vector index).
@@ -321,27 +337,22 @@ def _min_max(scores: dict[int, float]) -> dict[int, float]:
     return {fid: (v - low) / span if span else 1.0 for fid, v in scores.items()}
 
 
-# The weakest keyword match's share of the keyword signal (the best gets 1). Measured with
-# benchmarks/retrieval_eval.py, hybrid recall@1/5/10: floor 0 (plain min-max) 0.856 /
-# 0.972 / 0.983; 0.05: 0.867 / 0.972 / 0.978; 0.1: 0.878 / 0.972 / 0.972; 0.3: 0.911 /
-# 0.967 / 0.972. A share of the best raw BM25 instead: 0.883 / 0.950 / 0.961.
-KEYWORD_FLOOR = 0.1
-
-
-def _floored(scores: dict[int, float]) -> dict[int, float]:
-    """Min-max into [KEYWORD_FLOOR, 1]: every match keeps a part above a non-match's 0."""
-    return {fid: KEYWORD_FLOOR + (1 - KEYWORD_FLOOR) * v for fid, v in _min_max(scores).items()}
+def _floored(scores: dict[int, float], floor: float) -> dict[int, float]:
+    """Min-max into [floor, 1]: every match keeps a part above a non-match's 0."""
+    return {fid: floor + (1 - floor) * v for fid, v in _min_max(scores).items()}
 
 
 def fuse_relative(
-    vector: tuple[float, Ranked], keyword: tuple[float, Ranked]
+    vector: tuple[float, Ranked],
+    keyword: tuple[float, Ranked],
+    floor: float = search.KEYWORD_FLOOR,
 ) -> list[tuple[int, float, Any]]:
     """Relative score fusion: the weighted mean of each signal's normalized score.
 
     Unlike RRF it keeps score gaps: a candidate that is clearly best on one signal and
     merely tied on the other wins, where rank fusion would let the ties decide. The
     vector ranking covers every candidate (keyword hits get their exact cosine), so it
-    is min-max normalized over them. BM25 is min-max normalized onto [KEYWORD_FLOOR, 1]:
+    is min-max normalized over them. BM25 is min-max normalized onto [floor, 1]:
     the weakest keyword match still counts, so of two candidates equal on vectors the
     one that also matches the words ranks first. A candidate missing from
     a ranking gets 0 for that signal. The score is the fused one, in [0, 1], so it
@@ -350,7 +361,10 @@ def fuse_relative(
     fused: dict[int, float] = {}
     rows: dict[int, Any] = {}
     total = vector[0] + keyword[0] or 1.0
-    for (weight, ranked), normalize in ((vector, _min_max), (keyword, _floored)):
+    for (weight, ranked), normalize in (
+        (vector, _min_max),
+        (keyword, partial(_floored, floor=floor)),
+    ):
         if not ranked:
             continue
         for fact_id, norm in normalize({fid: score for fid, score, _ in ranked}).items():

@@ -9,6 +9,7 @@ to admit. Nothing here writes.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,12 @@ class Scan(Protocol):
 
 VECTOR_MIRRORS = ("float32", "float16", "int8")  # see engines/sqlite/vector_cache.py
 
+# The weakest keyword match's share of the keyword signal (the best gets 1). Measured with
+# benchmarks/retrieval_eval.py, hybrid recall@1/5/10: floor 0 (plain min-max) 0.856 /
+# 0.972 / 0.983; 0.05: 0.867 / 0.972 / 0.978; 0.1: 0.878 / 0.972 / 0.972; 0.3: 0.911 /
+# 0.967 / 0.972. A share of the best raw BM25 instead: 0.883 / 0.950 / 0.961.
+KEYWORD_FLOOR = 0.1  # RetrievalConfig.keyword_floor's default
+
 
 @dataclass(frozen=True)
 class RetrievalConfig:
@@ -48,7 +55,11 @@ class RetrievalConfig:
     scores over the candidate union; "rrf" adds weight / (rrf_k + rank) instead. Either
     way the reported score is a similarity that never rises down the fused order (see
     `ranking.similarity_scores`). `threshold` drops results whose score is below it.
-    `depth` is how many candidates each ranking contributes before fusion.
+    `depth` is how many candidates the keyword ranking contributes before fusion, and
+    the vector ranking for "rrf"; for "relative" it gives `vector_depth(depth)`, the pool
+    its cosines are normalized over (`ranking.contributed`). Weights are finite, >= 0,
+    not both 0; depth >= 1 (ConfigurationError). `keyword_floor` (in [0, 1]) is the
+    weakest keyword match's share of the keyword signal in relative fusion.
     `language` is how keywords are analyzed (`core.analysis`: "english", "spanish", ...,
     or "simple", unstemmed). The database records it: None takes the recorded one, and
     another raises ConfigurationError at `setup()` unless the keyword index is empty;
@@ -63,6 +74,7 @@ class RetrievalConfig:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    keyword_floor: float = KEYWORD_FLOOR
     language: str | None = None
     threshold: float | None = None
     depth: int = 30
@@ -73,11 +85,27 @@ class RetrievalConfig:
             raise ValueError(f"retrieval mode must be hybrid, vector or keyword: {self.mode!r}")
         if self.fusion not in ("relative", "rrf"):
             raise ValueError(f"fusion must be relative or rrf: {self.fusion!r}")
+        self._check_fusion_numbers()
         if self.language is not None:
             analysis.check_language(self.language)
         if self.vector_mirror not in VECTOR_MIRRORS:
             raise ConfigurationError(
                 f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
+            )
+
+    def _check_fusion_numbers(self) -> None:
+        """Weights and depths that rank at all: a negative or NaN weight would turn a
+        signal's order upside down, and both weights 0 leave nothing to fuse."""
+        weights = (self.vector_weight, self.keyword_weight)
+        if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+            raise ConfigurationError(
+                f"vector_weight and keyword_weight must be finite, >= 0 and not both 0: {weights}"
+            )
+        if not 0 <= self.keyword_floor <= 1:
+            raise ConfigurationError(f"keyword_floor must be in [0, 1]: {self.keyword_floor}")
+        if self.depth < 1 or self.rrf_k < 0:
+            raise ConfigurationError(
+                f"depth must be >= 1 and rrf_k >= 0: depth={self.depth}, rrf_k={self.rrf_k}"
             )
 
 
@@ -280,6 +308,38 @@ class TermStats:
             if term not in self.frequency:
                 self.frequency[term] = engine.reads.keyword_frequency(conn, term)
         return {t for t in terms if self.frequency[t] > ceiling}
+
+
+# In hybrid search of a small scope (see ranking.SMALL_SCOPE_MAX) a term is also dropped
+# when it is in more than this share of the scope's facts and more than
+# SCOPE_COMMON_MIN_ROWS of them. A speaker's name is in half of a conversation's turns:
+# rare in the store, so kept by the cut above, it matched nearly any turn of the
+# conversation and gave the best keyword hit a full share for the name and one common
+# word (benchmarks/README.md, the harder evaluation: tune recall@10 0.609 -> 0.639).
+SCOPE_COMMON_SHARE = 0.25
+SCOPE_COMMON_MIN_ROWS = 32
+
+
+def scope_frequency(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, term: str, fact_ids: list[int]
+) -> int:
+    """How many of `fact_ids` hold `term`."""
+    query = engine.reads.keyword_query(conn, [term], tenant_of(engine, scope, op))
+    return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
+
+
+def scope_keyword_match(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
+) -> Any | None:
+    """`keyword_match` for hybrid search of the small scope `fact_ids`: terms common in
+    the store or in the scope dropped (see SCOPE_COMMON_SHARE)."""
+    terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
+    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
+    if len(fact_ids) > ceiling:  # else no term can be in more of them
+        terms = [
+            t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling
+        ]
+    return engine.reads.keyword_query(conn, terms, tenant_of(engine, scope, op))
 
 
 def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:

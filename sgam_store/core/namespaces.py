@@ -202,12 +202,19 @@ def glob_literal(text: str) -> str:
 def prefix_sql(column: str, prefix: Sequence[str]) -> tuple[str, list[str]]:
     """SQL matching namespaces under `prefix` at label boundaries ('foo' never matches 'foobar').
 
-    `= ? OR GLOB ?` keeps the condition indexable; an empty prefix matches everything.
+    The range [text, text + '/') holds the namespace and every one under it ('.' sorts just
+    before '/'), and lets the planner seek an index on (tenant_id, namespace): with the
+    `= ? OR GLOB ?` alone, which keeps to label boundaries, it walked the tenant's current
+    facts instead (one subject of a 10,000-fact tenant: 6.3 -> 0.06 ms). An empty prefix
+    matches everything.
     """
     if not prefix:
         return "1", []
     text = to_text(prefix)
-    return f"({column} = ? OR {column} GLOB ?)", [text, glob_literal(text) + ".*"]
+    return (
+        f"({column} >= ? AND {column} < ? AND ({column} = ? OR {column} GLOB ?))",
+        [text, text + "/", text, glob_literal(text) + ".*"],
+    )
 
 
 def matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:

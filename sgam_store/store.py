@@ -722,10 +722,14 @@ class SGAMStore(BaseStore):
         return run_backfill(self.facts, batch_size=batch_size)
 
     def stats(self) -> dict[str, Any]:
-        """Row counts, believed rows per value schema_version, and the file's free pages."""
+        """Row counts, believed rows per value schema_version, the file's free pages, and
+        (with a vector mirror) what the mirror holds in this process."""
         self._ensure_ready()
         with self.engine.reading() as conn:
-            return self.engine.stats.collect_stats(conn)
+            stats = self.engine.stats.collect_stats(conn)
+        if self._cache is not None:
+            stats["vector_mirror"] = self._cache.footprint()
+        return stats
 
 
 def _source_label(source: Any) -> str:

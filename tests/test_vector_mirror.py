@@ -325,3 +325,17 @@ def test_an_unknown_mirror_is_a_configuration_error(target: str) -> None:
     with pytest.raises(ConfigurationError, match="bfloat16"):
         RetrievalConfig(vector_mirror="bfloat16")
     assert issubclass(ConfigurationError, ValueError)
+
+
+@pytest.mark.sqlite_only
+def test_stats_say_what_the_mirror_holds(mirrored: tuple[SGAMStore, Truth], mode: str) -> None:
+    """`stats()` reports the mirror's encoding, live vectors and bytes once it is built;
+    int8 also keeps its exact rows in a file, and the compressed encodings take less."""
+    store, truth = mirrored
+    _found(store, (), "build it")
+    mirror = store.stats()["vector_mirror"]
+    assert mirror["encoding"] == mode and mirror["vectors"] == len(truth.texts)
+    per_vector = mirror["bytes"] / mirror["vectors"]
+    assert per_vector >= {"float32": 4, "float16": 2, "int8": 1}[mode] * DIMS
+    assert per_vector < {"float32": 5, "float16": 3, "int8": 2}[mode] * DIMS
+    assert (mirror["exact_bytes"] > 0) == (mode == "int8")

@@ -449,6 +449,18 @@ class VectorCache:
             return 0
         return self.where.nbytes + sum(block.nbytes for block in self.blocks.values())
 
+    def footprint(self) -> dict[str, Any]:
+        """What the mirror holds in this process, for `SGAMStore.stats()`: its encoding,
+        live vectors, array bytes, and int8's exact rows file (in the page cache)."""
+        exact = 0 if self.exact is None else os.fstat(self.exact.file.fileno()).st_size
+        live = 0 if self.blocks is None else self.count(None)
+        return {
+            "encoding": self.encoding,
+            "vectors": live,
+            "bytes": self.nbytes,
+            "exact_bytes": exact,
+        }
+
     # ------------------------------------------------------------ coherence
 
     def ensure(self, conn: Any) -> None:

@@ -9,8 +9,13 @@ usage:
 Every `--retrieval` is one run with those `RetrievalConfig` overrides (SGAMStore's
 `retrieval=`); without any, the default hybrid and the vector and keyword modes run.
 Tune on `--split tune` (the default), report on `--split test`. The turns are stored and
-embedded once per invocation, then each run reopens the file with its config and asks
+embedded once per invocation, then each run reopens the files with its config and asks
 every question of the split with `search((user, "turns"), query=q, limit=10)`.
+
+Each conversation goes to a store of its own keyword language (`retrieval={"language":
+...}`), as an app sets the language its users write in; `--language simple` (or any one
+language) puts them all in one store. `--store '{"spanish": {...}}'` gives one language's
+store settings of its own, as its app would (each run's overrides win over them).
 
 - recall@k: the share of a question's evidence turns among its top k, averaged over
   questions (a two-turn question with one turn found counts 0.5);
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_langmem import source_tree_hash
-from hard_memories import CATEGORIES, SPLITS, Dataset, Question, generate
+from hard_memories import CATEGORIES, SPLITS, Conversation, Dataset, Question, generate
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import LOCAL_DIMS, LocalMiniLM, SGAMStore
@@ -158,23 +163,56 @@ def index_config(embeddings: Embeddings, dims: int) -> dict[str, Any]:
     return {"dims": dims, "embed": embeddings, "fields": ["text"]}
 
 
-def load(path: str, dataset: Dataset, index: dict[str, Any], batch: int = 200) -> None:
-    with SGAMStore.from_conn_string(path, index=index) as store:
-        for conv in dataset.conversations:
-            puts = conv.puts()
-            for i in range(0, len(puts), batch):
-                store.batch(puts[i : i + batch])
+def store_path(path: str, language: str) -> str:
+    """The file of `language`'s conversations: "hard.db" -> "hard.spanish.db"."""
+    stem, dot, ext = path.rpartition(".")
+    return f"{stem}.{language}{dot}{ext}" if dot else f"{path}.{language}"
 
 
-def ask(path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict) -> list[Outcome]:
-    """Every question of `dataset`, searched in its conversation with this config."""
-    outcomes = []
-    with SGAMStore.from_conn_string(path, index=index, retrieval=retrieval) as store:
-        for conv in dataset.conversations:
-            for q in conv.questions:
-                found = store.search(conv.namespace, query=q.text, limit=max(KS))
-                outcomes.append(outcome(q, [item.key for item in found]))
-    return outcomes
+def by_language(dataset: Dataset, language: str | None) -> dict[str, list[Conversation]]:
+    """Conversations by the keyword language of the store they go to: each its own
+    (`language` None), or every one in one store of `language`."""
+    groups: dict[str, list[Conversation]] = {}
+    for conv in dataset.conversations:
+        groups.setdefault(language or conv.language, []).append(conv)
+    return groups
+
+
+def load(
+    path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None,
+    batch: int = 200,
+) -> None:  # fmt: skip
+    """One store per keyword language, as an app configures the language its users
+    write in (`retrieval={"language": ...}`); `language` puts every conversation in one."""
+    for lang, conversations in by_language(dataset, language).items():
+        retrieval = {"language": lang}
+        with SGAMStore.from_conn_string(
+            store_path(path, lang), index=index, retrieval=retrieval
+        ) as store:
+            for conv in conversations:
+                puts = conv.puts()
+                for i in range(0, len(puts), batch):
+                    store.batch(puts[i : i + batch])
+
+
+def ask(
+    path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict,
+    language: str | None = None, stores: dict[str, dict] | None = None,
+) -> list[Outcome]:  # fmt: skip
+    """Every question of `dataset`, searched in its conversation with this config, in the
+    order of `dataset.questions`. `stores` holds settings of one language's store, as its
+    app would configure it; the run's `retrieval` overrides them."""
+    found_by_question: dict[int, Outcome] = {}
+    for lang, conversations in by_language(dataset, language).items():
+        config = {**(stores or {}).get(lang, {}), **retrieval}
+        with SGAMStore.from_conn_string(
+            store_path(path, lang), index=index, retrieval=config
+        ) as store:
+            for conv in conversations:
+                for q in conv.questions:
+                    found = store.search(conv.namespace, query=q.text, limit=max(KS))
+                    found_by_question[id(q)] = outcome(q, [item.key for item in found])
+    return [found_by_question[id(q)] for q in dataset.questions]
 
 
 def evaluate(
@@ -184,21 +222,23 @@ def evaluate(
     dims: int,
     runs: dict[str, dict[str, Any]],
     timings: dict[str, float] | None = None,
+    language: str | None = None,
+    stores: dict[str, dict] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Load `dataset` into a new SGAM file at `path` and embed its questions, then
-    summarize each run's answers; `timings` receives the seconds of that load and of each
-    run, by label."""
+    """Load `dataset` into new SGAM files beside `path` (one per keyword language, see
+    `load`) and embed its questions, then summarize each run's answers; `timings`
+    receives the seconds of that load and of each run, by label."""
     memo = QueryMemo(embeddings)
     index = index_config(memo, dims)
     timings = {} if timings is None else timings
     started = time.perf_counter()
-    load(path, dataset, index)
+    load(path, dataset, index, language)
     memo.warm([q.text for q in dataset.questions])
     timings["load"] = time.perf_counter() - started
     results = {}
     for label, retrieval in runs.items():
         started = time.perf_counter()
-        results[label] = summarize(ask(path, dataset, index, retrieval))
+        results[label] = summarize(ask(path, dataset, index, retrieval, language, stores))
         timings[label] = time.perf_counter() - started
     return results
 
@@ -222,6 +262,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=json.loads,
         help="JSON of RetrievalConfig overrides, one run each (repeatable)",
     )
+    parser.add_argument(
+        "--language",
+        help="keyword language of one store for every conversation (default: each "
+        "conversation in a store of its own language)",
+    )
+    parser.add_argument(
+        "--store",
+        type=json.loads,
+        default={},
+        help="JSON of RetrievalConfig settings by store language, under every run's: "
+        '\'{"spanish": {"keyword_floor": 0.9}}\'',
+    )
     parser.add_argument("--seed", type=int, default=18, help="data set seed (keep for reports)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--vectors", type=Path, help="reuse and extend this vector file")
@@ -240,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"split {args.split}: {len(dataset.conversations)} conversations, {turns} turns, "
         f"{len(dataset.questions)} questions; embedding {args.embedding}; seed {args.seed}; "
+        f"keywords {args.language or 'by conversation language'}; stores {args.store}; "
         f"sgam_store tree {source_tree_hash()}"
     )
     timings: dict[str, float] = {}
@@ -248,7 +301,9 @@ def main(argv: list[str] | None = None) -> None:
         embeddings = VectorFile(embeddings, args.vectors, args.embedding)
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "hard.db")
-        results = evaluate(path, dataset, embeddings, dims, runs, timings)
+        results = evaluate(
+            path, dataset, embeddings, dims, runs, timings, args.language, args.store
+        )
     if isinstance(embeddings, VectorFile):
         embeddings.save()
     for label, summary in results.items():
@@ -258,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nload, embed turns and questions: {timings['load']:.1f} s")
     if args.json:
         report = {"split": args.split, "embedding": args.embedding, "seed": args.seed,
+                  "language": args.language, "stores": args.store,
                   "runs": runs, "results": results, "seconds": timings}  # fmt: skip
         args.json.write_text(json.dumps(report, indent=2))
 

@@ -23,10 +23,12 @@ from retrieval_hard import (
     HashEmbeddings,
     VectorFile,
     ask,
+    by_language,
     evaluate,
     index_config,
     main,
     outcome,
+    store_path,
     summarize,
 )
 
@@ -142,19 +144,38 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
     assert results["hybrid"]["overall"]["recall@10"] > 0
 
     index = index_config(HashEmbeddings(), HASH_DIMS)
-    with SGAMStore.from_conn_string(path, index=index) as store:
-        for conv in small.conversations:
+    for conv in small.conversations:  # each in the store of its own keyword language
+        with SGAMStore.from_conn_string(store_path(path, conv.language), index=index) as store:
+            assert store.language == conv.language
             texts = turns_of(conv)
             for q in conv.questions:
                 for key in q.evidence:
                     item = store.get(conv.namespace, key)
                     assert item is not None and item.value["text"] == texts[key]
 
+    keyword_only = ask(path, small, index, {"mode": "keyword"})
+    hybrid = ask(path, small, index, {})
+    spanish = [q.category == "spanish" for q in small.questions]
+    assert any(k != h for k, h, es in zip(keyword_only, hybrid, spanish, strict=True) if es)
+    mixed = ask(path, small, index, {}, stores={"spanish": {"mode": "keyword"}})
+    assert mixed == [k if es else h for k, h, es in zip(keyword_only, hybrid, spanish, strict=True)]
+    runs_win = ask(path, small, index, {"mode": "keyword"}, stores={"spanish": {"mode": "vector"}})
+    assert runs_win == keyword_only
+
     exact = exact_word_questions(small)
     assert exact, "some questions share a distinctive word with their evidence"
     outcomes = ask(path, small, index, {"mode": "keyword"})
     missed = [q.text for i, q in exact if outcomes[i].recall[-1] == 0]
     assert missed == []
+
+
+def test_each_language_gets_its_store_unless_one_is_named() -> None:
+    own = by_language(DATASET, None)
+    assert set(own) == {"english", "spanish"}
+    assert all(c.language == lang for lang, convs in own.items() for c in convs)
+    one = by_language(DATASET, "simple")
+    assert list(one) == ["simple"] and len(one["simple"]) == len(DATASET.conversations)
+    assert store_path("/x/hard.db", "spanish") == "/x/hard.spanish.db"
 
 
 @pytest.mark.slow

@@ -8,11 +8,15 @@ with extension loading and FTS5, declared as a dependency.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 import random
 import sqlite3
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -23,6 +27,11 @@ from sgam_store.core.errors import ExtensionLoadError, StoreBusyError
 # Driver modules in order of preference; each must offer a DB-API `connect`.
 DRIVERS = ("sqlite3", "sqlean", "pysqlite3.dbapi2")
 BUSY_TIMEOUT_MS = 5_000
+# Reads of one store at once (a reader beyond them waits for a connection): one per core.
+# More only add threads contending for the GIL: 4 threads of a 20k-fact tenant vector
+# search ran 0.70x one thread with 8 readers and 0.78x with 2, on 2 cores, while the
+# SQLite-heavy searches gained as much with 2 (benchmarks/bench_parallel_reads.py).
+READERS = max(2, os.cpu_count() or 2)
 T = TypeVar("T")
 
 
@@ -90,7 +99,9 @@ def connect(
     before the switch to WAL, the first change to the file, and may refuse it.
     """
     module = driver()
-    conn = module.connect(path, isolation_level=None, check_same_thread=False)
+    conn = module.connect(
+        path, isolation_level=None, check_same_thread=False, factory=_connection_class(module)
+    )
     _load_vec(conn)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     if check is not None:
@@ -100,7 +111,7 @@ def connect(
             conn.close()
             raise
     conn.execute("PRAGMA foreign_keys = ON")
-    if path != ":memory:" and not path.startswith("file::memory:"):
+    if not in_memory(path):
         retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         # WAL + NORMAL stays durable across application crashes (only an OS crash can lose
         # the last transactions), and avoids an fsync per commit.
@@ -110,6 +121,169 @@ def connect(
         # candidates 0.57 -> 0.33 ms). Pages stay in the OS cache, shared by connections.
         conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
+
+
+def in_memory(path: str) -> bool:
+    """True for an in-memory database: private to its connection, so it cannot be pooled."""
+    return path == ":memory:" or path.startswith("file::memory:") or "mode=memory" in path
+
+
+@functools.cache
+def _connection_class(module: ModuleType) -> type:
+    """The driver's connection class, with a trace callback that follows a store's reads.
+
+    A store reads through a pool of connections (`ReaderPool`) besides its writer; tracing
+    the connection it shows (`store.conn.set_trace_callback`) must still show every
+    statement of the store, so the writer passes its callback on to the pool's readers.
+    """
+
+    class Connection(module.Connection):  # type: ignore[name-defined,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.followers: list[Any] = []  # a pool's readers
+            self.trace: Callable[[str], object] | None = None
+
+        def set_trace_callback(self, callback: Callable[[str], object] | None) -> None:
+            super().set_trace_callback(callback)
+            self.trace = callback
+            for follower in self.followers:
+                follower.set_trace_callback(callback)
+
+    return Connection
+
+
+class ReaderPool:
+    """Read connections to one database file, each lent to one thread for one read.
+
+    WAL lets readers run beside each other and beside the one writer: a read sees the
+    commits finished when its read transaction starts, and a connection lent for one read
+    holds no transaction once it is given back (so it never serves a stale snapshot).
+    Lent per read rather than kept per thread, so threads that come and go (asyncio's
+    executor, a server's workers) leave no connection behind; at most `size` are open.
+
+    The pool also counts the threads reading through it, so that `drained()` can give the
+    writer a moment when nobody reads: the engine commits and updates its vector mirror
+    there, and a read then sees the mirror and the rows of one and the same commit.
+    """
+
+    def __init__(self, path: str, writer: Any, size: int = READERS) -> None:
+        self.path = path
+        self.writer = writer  # whose trace callback the readers follow
+        self.size = size
+        self._idle: list[Any] = []
+        self._open = 0  # connections opened and not closed
+        self._reading = 0  # threads counted as reading (lent a connection, not paused)
+        self._draining = False
+        self._closed = False
+        # Every read passes through here twice: the plain lock on the way, the condition
+        # (a Python-level object, slower) only when someone has to wait.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
+
+    def lend(self) -> Any:
+        """A connection for one read, counted as reading; waits while the writer drains."""
+        with self._lock:
+            if self._idle and not self._draining:  # the common case, kept short
+                self._reading += 1
+                return self._idle.pop()
+            conn = self._lend_waiting()
+        return conn if conn is not None else self._open_one()
+
+    def _lend_waiting(self) -> Any | None:
+        """`lend` (lock held) when it must wait: an idle connection, or None when a new
+        one is to be opened (its place is taken)."""
+        self._wait(lambda: self._draining or (not self._idle and self._open >= self.size))
+        if self._closed:  # what the closed writer says, too
+            raise driver().ProgrammingError("Cannot operate on a closed database.")
+        self._reading += 1
+        if self._idle:
+            return self._idle.pop()
+        self._open += 1
+        return None
+
+    def _open_one(self) -> Any:
+        """Open the connection `_lend_waiting` made room for (not under the lock: it takes
+        about a millisecond)."""
+        try:
+            conn = connect(self.path)
+        except BaseException:
+            with self._lock:
+                self._reading -= 1
+                self._open -= 1
+                self._wake()
+            raise
+        self.writer.followers.append(conn)
+        if self.writer.trace is not None:
+            conn.set_trace_callback(self.writer.trace)
+        return conn
+
+    def _wait(self, blocked: Callable[[], bool]) -> None:
+        """Wait (lock held) until `blocked()` is false or the pool is closed."""
+        self._waiting += 1
+        try:
+            while not self._closed and blocked():
+                self._cond.wait()
+        finally:
+            self._waiting -= 1
+
+    def _wake(self) -> None:
+        if self._waiting:
+            self._cond.notify_all()
+
+    def give_back(self, conn: Any) -> None:
+        """Return a lent connection."""
+        with self._lock:
+            self._reading -= 1
+            closed = self._closed
+            if closed:
+                self._open -= 1
+            else:
+                self._idle.append(conn)
+            if self._waiting:  # `_wake`, inlined: every read passes here
+                self._cond.notify_all()
+        if closed:
+            self._forget(conn)
+
+    def pause(self) -> None:
+        """Stop counting this thread as reading (it keeps its connection): it is about to
+        wait for the writer, which may be waiting in `drained()` for it."""
+        with self._lock:
+            self._reading -= 1
+            self._wake()
+
+    def resume(self) -> None:
+        with self._lock:
+            self._wait(lambda: self._draining)
+            self._reading += 1
+
+    @contextmanager
+    def drained(self) -> Iterator[None]:
+        """Run the body while no thread reads: new reads wait, running ones finish first.
+        One caller at a time (the engine calls it holding its writer's lock)."""
+        with self._lock:
+            self._draining = True
+            self._wait(lambda: self._reading > 0)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._draining = False
+                self._wake()
+
+    def close(self) -> None:
+        """Close the idle connections now, and each lent one when it is given back."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            self._wake()
+        for conn in idle:
+            self._forget(conn)
+
+    def _forget(self, conn: Any) -> None:
+        self.writer.followers.remove(conn)
+        conn.close()
 
 
 def is_busy(exc: BaseException) -> bool:

@@ -165,8 +165,8 @@ def index_config(embeddings: Embeddings, dims: int) -> dict[str, Any]:
 
 def store_path(path: str, language: str) -> str:
     """The file of `language`'s conversations: "hard.db" -> "hard.spanish.db"."""
-    stem, dot, ext = path.rpartition(".")
-    return f"{stem}.{language}{dot}{ext}" if dot else f"{path}.{language}"
+    file = Path(path)
+    return str(file.with_name(f"{file.stem}.{language}{file.suffix}"))
 
 
 def by_language(dataset: Dataset, language: str | None) -> dict[str, list[Conversation]]:

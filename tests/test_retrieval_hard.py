@@ -176,6 +176,7 @@ def test_each_language_gets_its_store_unless_one_is_named() -> None:
     one = by_language(DATASET, "simple")
     assert list(one) == ["simple"] and len(one["simple"]) == len(DATASET.conversations)
     assert store_path("/x/hard.db", "spanish") == "/x/hard.spanish.db"
+    assert store_path("/x.y/hard", "spanish") == "/x.y/hard.spanish"
 
 
 @pytest.mark.slow

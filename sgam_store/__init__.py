@@ -27,6 +27,7 @@ from sgam_store.core.errors import (
     SchemaVersionError,
     SGAMError,
     StoreBusyError,
+    StoreUnavailableError,
     TenantScopeError,
     ValueTooLargeError,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "SchemaVersionError",
     "SGAMError",
     "StoreBusyError",
+    "StoreUnavailableError",
     "TenantScopeError",
     "ValueTooLargeError",
 ]

@@ -42,7 +42,7 @@ from sgam_store.core.models import (
     MemoryFact,
     PurgeReport,
 )
-from sgam_store.engines import langgraph_items, open_engine
+from sgam_store.engines import langgraph_items, mask_uri, open_engine
 from sgam_store.ledger import episodes
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
@@ -111,6 +111,7 @@ class SGAMStore(BaseStore):
         "_ranker",
         "_reads",
         "_spec",
+        "_target",
         "default_source",
         "embeddings",
         "engine",
@@ -154,6 +155,7 @@ class SGAMStore(BaseStore):
             else search.RetrievalConfig(**(retrieval or {}))
         )
         self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
+        self._target = mask_uri(conn) if isinstance(conn, str) else f"<{type(conn).__name__}>"
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
@@ -168,6 +170,13 @@ class SGAMStore(BaseStore):
         )
         self._reads = GetCoalescer(self.execute)
         self._language: str | None = None  # the keyword language, settled by setup()
+
+    def __repr__(self) -> str:
+        """The target as it may be shown: a connection string's password masked."""
+        schema = getattr(self.engine, "schema", None)  # PostgreSQL's
+        return f"{type(self).__name__}({self._target!r}" + (
+            f", schema={schema!r})" if schema else ")"
+        )
 
     @property
     def conn(self) -> Any:

@@ -156,18 +156,6 @@ def test_no_command_shows_the_password(pg_server: str, tmp_path: Path, capsys, c
     assert "postgres:***@" in shown[2]  # the ledger's title names the database, masked
 
 
-def test_every_command_taking_a_database_is_checked(tmp_path: Path) -> None:
-    from sgam_store.cli.commands import build_parser
-
-    subparsers = next(a for a in build_parser()._actions if a.choices and a.dest == "command")
-    taking = {
-        name
-        for name, parser in subparsers.choices.items()
-        if {"--db", "--from", "--to"} & set(parser._option_string_actions)
-    }
-    assert taking <= {argv[0] for argv in commands("postgresql://x", tmp_path)}
-
-
 # ---------------------------------------------------------------- a schema of one's own
 
 

@@ -137,7 +137,8 @@ class SGAMStore(BaseStore):
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
-        connection string (`engine_options` then: schema, pool_size, prepare_threshold).
+        connection string (`engine_options` then: schema, pool_size, prepare_threshold,
+        connect_timeout; an unreachable server raises StoreUnavailableError at once).
         `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
         4 bytes x dims per fact, 1 with `retrieval={"vector_mirror": "int8"}`).

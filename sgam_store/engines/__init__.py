@@ -46,7 +46,7 @@ def open_engine(
 ) -> Any:
     """The engine for `target`; `tenant_at` is the namespace layout's (None: as the
     database says); `options` are engine settings (PostgreSQL: schema, pool_size,
-    prepare_threshold)."""
+    prepare_threshold, connect_timeout)."""
     if is_postgres_target(target):
         try:
             from sgam_store.engines.postgres.engine import PostgresEngine

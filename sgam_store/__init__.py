@@ -36,6 +36,7 @@ from sgam_store.core.errors import (
     SchemaVersionError,
     SGAMError,
     StoreBusyError,
+    StoreUnavailableError,
     TenantScopeError,
     ValueTooLargeError,
 )
@@ -176,6 +177,7 @@ __all__ = [
     "SchemaVersionError",
     "SGAMError",
     "StoreBusyError",
+    "StoreUnavailableError",
     "TenantScopeError",
     "ValueTooLargeError",
 ]

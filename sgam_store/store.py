@@ -42,7 +42,7 @@ from sgam_store.core.models import (
     MemoryFact,
     PurgeReport,
 )
-from sgam_store.engines import langgraph_items, open_engine
+from sgam_store.engines import langgraph_items, mask_uri, open_engine
 from sgam_store.ledger import episodes
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
@@ -111,6 +111,7 @@ class SGAMStore(BaseStore):
         "_ranker",
         "_reads",
         "_spec",
+        "_target",
         "default_source",
         "embeddings",
         "engine",
@@ -136,7 +137,8 @@ class SGAMStore(BaseStore):
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
-        connection string (`engine_options` then: schema, pool_size, prepare_threshold).
+        connection string (`engine_options` then: schema, pool_size, prepare_threshold,
+        connect_timeout; an unreachable server raises StoreUnavailableError at once).
         `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
         4 bytes x dims per fact, 1 with `retrieval={"vector_mirror": "int8"}`).
@@ -154,6 +156,7 @@ class SGAMStore(BaseStore):
             else search.RetrievalConfig(**(retrieval or {}))
         )
         self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
+        self._target = mask_uri(conn) if isinstance(conn, str) else f"<{type(conn).__name__}>"
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
         self.ttl_config = ttl
@@ -168,6 +171,13 @@ class SGAMStore(BaseStore):
         )
         self._reads = GetCoalescer(self.execute)
         self._language: str | None = None  # the keyword language, settled by setup()
+
+    def __repr__(self) -> str:
+        """The target as it may be shown: a connection string's password masked."""
+        schema = getattr(self.engine, "schema", None)  # PostgreSQL's
+        return f"{type(self).__name__}({self._target!r}" + (
+            f", schema={schema!r})" if schema else ")"
+        )
 
     @property
     def conn(self) -> Any:
@@ -367,8 +377,9 @@ class SGAMStore(BaseStore):
     ) -> None:
         """Write prepared puts; `source` and `starts` (valid_from per put) override the
         run's provenance and "now" (an import's item times). Either way each put becomes
-        its key's current version. Searchable puts of new keys are queued for review,
-        except an import's (a copy of another store's settled state)."""
+        its key's current version, except a put that restates the current version
+        (`_restates`), which only renews its TTL. Searchable puts of new keys are queued
+        for review, except an import's (a copy of another store's settled state)."""
         review = self.review_new_keys and source is None
         source = source or provenance(self.default_source)
         ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
@@ -377,6 +388,11 @@ class SGAMStore(BaseStore):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
                 ledger.close_fact(tx, ns_text, put.op.key)
+                continue
+            version = schema_migration.latest_version(
+                DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
+            )
+            if not starts and self._restates(tx, put, ns_text, version):
                 continue
             tail = tx.tails.get((ns_text, put.op.key))
             new_key = tail is not None and tail.latest is None
@@ -394,9 +410,7 @@ class SGAMStore(BaseStore):
                 ),
                 source_episode_id=source,
                 memory_type=DEFAULT_MEMORY_TYPE,
-                schema_version=schema_migration.latest_version(
-                    DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
-                ),
+                schema_version=version,
                 confidence=None,
                 retention_policy=None,
                 expires_at=None,
@@ -414,6 +428,23 @@ class SGAMStore(BaseStore):
                 new_keys.append((row_id, tenant))  # a new fact's id is its first row id
         supersession.queue_new_keys(tx, new_keys)
         self.facts.finish(tx)
+
+    def _restates(self, tx: ledger.Tx, put: _PreparedPut, ns: str, version: int) -> bool:
+        """True when `put` says again what the key's current version says (value, TTL,
+        kind, and the same keyword text and vector fields): that version then stays as
+        it is, its TTL renewed, so re-saving an unchanged memory adds no history.
+        Decided inside the write transaction, on rows its key locks hold still."""
+        assert put.encoded is not None
+        row = ledger.unchanged_version(
+            tx, ns, put.op.key, put.encoded, ttl=put.ttl, kind=(DEFAULT_MEMORY_TYPE, version)
+        )
+        if row is None:
+            return False
+        keyword, fields = tx.engine.indexing.indexed_as(tx.cur, row.fact_id, row.tenant_id)
+        if keyword != put.keyword or sorted(fields) != sorted(f for f, _ in put.vectors):
+            return False
+        ledger.renew(tx, row)
+        return True
 
     # ------------------------------------------------------------------ moving in
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
+from sgam_store import ConfigurationError, SGAMStore
 from sgam_store.engines.sqlite import connection
 
 
@@ -22,3 +25,27 @@ def test_fallback_when_stdlib_cannot_load_extensions() -> None:
     if not hasattr(sqlite3.Connection, "enable_load_extension"):
         assert chosen is not sqlite3  # this machine's default python3: sqlean-py takes over
     assert connection._try_driver("no_such_driver_module") is None
+
+
+def test_the_connect_timeout_is_the_stores_else_the_uris_else_a_few_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sgam_store.engines.postgres import connection as pg_connection
+
+    timeout = pg_connection.connect_timeout
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    assert timeout({}, None) == pg_connection.DEFAULT_CONNECT_TIMEOUT
+    assert timeout({"connect_timeout": "3"}, None) == 3
+    assert timeout({"connect_timeout": "3"}, 7) == 7
+    assert (timeout({}, 0.5), timeout({}, 2.2)) == (2, 3)  # whole seconds, libpq's least 2
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "4")
+    assert timeout({}, None) == 4
+    for params, explicit in (({}, -1), ({"connect_timeout": "soon"}, None)):
+        with pytest.raises(ConfigurationError, match="connect_timeout"):
+            timeout(params, explicit)
+
+
+def test_a_malformed_uri_is_a_configuration_error_without_its_password() -> None:
+    with pytest.raises(ConfigurationError, match="bogus") as raised:
+        SGAMStore("postgresql://u:Zq7sekret@h/db?bogus=1")
+    assert "Zq7sekret" not in str(raised.value) and "u:***@h/db" in str(raised.value)

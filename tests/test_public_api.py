@@ -47,7 +47,7 @@ PUBLIC = {
     "InvalidCandidateError", "InvalidEpisodeError", "InvalidFactError", "InvalidFilterError",
     "InvalidNamespaceError", "InvalidRetentionPolicyError", "InvalidSchemaError",
     "InvalidTimestampError", "ReadOnlyViewError", "SchemaTransformError", "SchemaVersionError",
-    "StoreBusyError", "TenantScopeError", "ValueTooLargeError",
+    "StoreBusyError", "StoreUnavailableError", "TenantScopeError", "ValueTooLargeError",
 }  # fmt: skip
 HARNESS = {"Answer", "DescriptionMemory", "Scenario", "Turn", "compare_modes", "generate",
            "load_scenario", "replay", "tally"}  # fmt: skip

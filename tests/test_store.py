@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import pytest
 from langgraph.graph import START, StateGraph
@@ -276,3 +278,83 @@ def test_changing_max_value_bytes_applies_to_every_write_path(store: SGAMStore) 
                                       value=big, valid_from="2026-06-01T00:00:00Z",
                                       source_episode_id="external:test"))  # fmt: skip
     assert store.history("acme", "mira", "note") == []
+
+
+# ---------------------------------------------------------------- identical re-puts
+
+
+def test_an_identical_re_put_keeps_the_version(store: SGAMStore) -> None:
+    store.put(("acme", "mira"), "deadline", {"value": "2026-06-30"})
+    first = store.fact_at("acme", "mira", "deadline")
+    store.batch([PutOp(("acme", "mira"), "deadline", {"value": "2026-06-30"})] * 3)
+    hist = store.history("acme", "mira", "deadline")
+    assert [(f.fact_id, f.valid_from, f.known_from) for f in hist] == [
+        (first.fact_id, first.valid_from, first.known_from)
+    ]
+    store.put(("acme", "mira"), "deadline", {"value": "2026-07-15"})  # a change versions
+    store.put(("acme", "mira"), "deadline", {"value": "2026-07-15"})
+    assert [f.value for f in store.history("acme", "mira", "deadline")] == [
+        {"value": "2026-06-30"},
+        {"value": "2026-07-15"},
+    ]
+    store.put(("acme", "mira"), "deadline", {"value": "2026-06-30"})  # back again: a change
+    assert len(store.history("acme", "mira", "deadline")) == 3
+
+
+def test_a_re_put_that_indexes_otherwise_versions(vstore: SGAMStore) -> None:
+    vstore.put(("acme", "mira"), "note", {"text": "passport renewal"}, index=False)
+    assert vstore.search(("acme",), query="passport renewal") == []
+    vstore.put(("acme", "mira"), "note", {"text": "passport renewal"})  # now searchable
+    assert [h.key for h in vstore.search(("acme",), query="passport renewal")] == ["note"]
+    vstore.put(("acme", "mira"), "note", {"text": "passport renewal"})
+    assert len(vstore.history("acme", "mira", "note")) == 2
+
+
+def test_a_scalar_fact_restated_as_a_dict_versions(store: SGAMStore) -> None:
+    store.replace_fact(MemoryFact(tenant_id="acme", subject="mira", attribute="deadline",
+                                  value="2026-06-30", valid_from="2026-06-01T00:00:00Z",
+                                  source_episode_id="e1"))  # fmt: skip
+    store.put(("acme", "mira"), "deadline", {"value": "2026-06-30"})
+    assert [f.value for f in store.history("acme", "mira", "deadline")] == [
+        "2026-06-30",
+        {"value": "2026-06-30"},
+    ]
+
+
+def test_an_identical_re_put_renews_the_ttl_only(target: str) -> None:
+    with SGAMStore.from_conn_string(target, ttl={"default_ttl": 1.0}) as s:
+        s.put(("acme",), "otp", {"code": "1234"})
+        first = s.fact_at("acme", "", "otp")
+        time.sleep(0.01)
+        s.put(("acme",), "otp", {"code": "1234"})
+        again = s.fact_at("acme", "", "otp")
+        assert again.expires_at > first.expires_at
+        assert (again.fact_id, again.valid_from) == (first.fact_id, first.valid_from)
+        s.put(("acme",), "otp", {"code": "1234"}, ttl=5)  # another TTL is a change
+        assert len(s.history("acme", "", "otp")) == 2
+
+
+def test_an_expired_fact_re_put_comes_back_as_a_new_version(target: str) -> None:
+    with SGAMStore.from_conn_string(target, ttl={"default_ttl": 0.0005}) as s:  # 30 ms
+        s.put(("acme",), "otp", {"code": "1234"})
+        time.sleep(0.06)
+        assert s.get(("acme",), "otp") is None
+        s.put(("acme",), "otp", {"code": "1234"})  # its TTL may have run out too, by now
+        first, again = s.history("acme", "", "otp")
+        assert again.fact_id != first.fact_id and again.value == {"code": "1234"}
+
+
+def test_concurrent_identical_re_puts_never_fail(store: SGAMStore) -> None:
+    store.put(("acme", "mira"), "deadline", {"value": "2026-06-30"})
+
+    def writer(n: int) -> None:
+        for i in range(10):
+            value = "2026-06-30" if (n + i) % 3 else "2026-07-15"
+            store.put(("acme", "mira"), "deadline", {"value": value})
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(writer, range(4)))  # re-raises any writer's error
+    hist = store.history("acme", "mira", "deadline")
+    values = [f.value["value"] for f in hist]
+    assert all(a != b for a, b in pairwise(values))  # no restatement
+    assert all(a.valid_to == b.valid_from for a, b in pairwise(hist))

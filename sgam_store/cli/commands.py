@@ -29,7 +29,7 @@ from rich.progress import Progress
 from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
-from sgam_store.engines import is_postgres_target, open_engine
+from sgam_store.engines import is_postgres_target, mask_uri, open_engine
 from sgam_store.harness import render
 from sgam_store.harness.baseline import DescriptionMemory
 from sgam_store.harness.render import fact_row, facts_table
@@ -103,7 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """The seed's passport example through the store: writes, then current and past reads."""
     out: dict[str, Any] = {"answers": []}
     fresh_database(args.db)
-    with SGAMStore.from_conn_string(args.db) as store:
+    with SGAMStore.from_conn_string(args.db, **engine_options(args.db, args.schema)) as store:
         store.setup()
         for episode, tenant, value, valid_from, _note in PASSPORT:
             store.replace_fact(
@@ -184,13 +184,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     fresh_database(args.db)
     if not args.json:
         source = f"extracted by {args.model}" if model else "from the scenario file (offline)"
-        console.print(f"[bold]Replay of {scenario.name!r}[/] into {args.db}", highlight=False)
+        console.print(
+            f"[bold]Replay of {scenario.name!r}[/] into {mask_uri(args.db)}", highlight=False
+        )
         console.print(f"{scenario.description}\ncandidates: {source} · baseline: {memory.label}")
     turns, answers, ledger = run_replay(args, scenario, model, memory)
     if args.json:
         print(json.dumps(replay_json(args, scenario, memory, turns, answers, ledger), indent=2))
     else:
-        show_results(args.db, memory, answers, ledger)
+        show_results(mask_uri(args.db), memory, answers, ledger)
     return 0
 
 
@@ -206,7 +208,7 @@ def run_replay(
     steps = len(scenario.episodes) + sum(e.path == "background" for e in scenario.episodes)
     long = live(args) and steps >= LONG_REPLAY
     with (
-        SGAMStore.from_conn_string(args.db) as store,
+        SGAMStore.from_conn_string(args.db, **engine_options(args.db, args.schema)) as store,
         Progress(console=console, transient=True, disable=not long) as progress,
     ):
         store.setup()
@@ -275,7 +277,7 @@ def replay_json(
     verdicts = tally(answers)
     return {
         "scenario": scenario.name,
-        "db": args.db,
+        "db": mask_uri(args.db),
         "candidates": f"model:{args.model}" if args.model else "scenario",
         "baseline": memory.label,
         "turns": [turn_json(t) for t in turns],
@@ -343,21 +345,21 @@ def said_line(episode: dict[str, Any]) -> str:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if args.json:
         print(json.dumps([fact_row(f) for f in facts], indent=2))
         return 0
     if not facts:
-        raise ValueError(f"no facts in {args.db} match{near_hint(store_hints(args))}")
+        raise ValueError(f"no facts in {mask_uri(args.db)} match{near_hint(store_hints(args))}")
     believed = f", as believed at {args.known_at}" if args.known_at else ""
-    console.print(render.ledger_tables(facts, f"{args.db}: {len(facts)} facts{believed}"))
+    console.print(render.ledger_tables(facts, f"{mask_uri(args.db)}: {len(facts)} facts{believed}"))
     console.print(render.NUMBERS_NOTE, style="dim", highlight=False)
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         facts = store.history(args.tenant, args.subject, args.attribute, known_at=args.known_at)
         sources = {f.fact_id: said(store, f) for f in facts}
     if not facts:
@@ -376,10 +378,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if not facts:
-        raise ValueError(f"no facts in {args.db} match{near_hint(store_hints(args))}")
+        raise ValueError(f"no facts in {mask_uri(args.db)} match{near_hint(store_hints(args))}")
     if args.json:
         print(json.dumps([fact_row(f) for f in facts], indent=2))
         return 0
@@ -388,7 +390,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         fact = store.fact_at(
             args.tenant, args.subject, args.attribute, at=args.at, known_at=args.known_at
         )
@@ -452,9 +454,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if flt is not None and not isinstance(flt, dict):
         raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
     subject = tuple(args.subject.split(".")) if args.subject else ()
-    with existing_store(args.db, search_index(args.embedding)) as store:
+    with existing_store(args.db, search_index(args.embedding), schema=args.schema) as store:
         if args.embedding != "none":
-            warn_if_no_vectors(store, args.db)
+            warn_if_no_vectors(store, mask_uri(args.db))
         store.retrieval = replace(store.retrieval, mode=mode)
         view = store.for_tenant(args.tenant)  # the subject's labels, relative to the tenant
         view = view.as_of(args.at) if args.at else view
@@ -469,7 +471,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     console.print(
-        f"{args.db}: {len(rows)} results for {args.query!r} ({mode} search)",
+        f"{mask_uri(args.db)}: {len(rows)} results for {args.query!r} ({mode} search)",
         style="bold",
         highlight=False,
     )
@@ -527,7 +529,7 @@ def near_hint(hints: list[str]) -> str:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         context = store.recall(
             args.tenant,
             args.question,
@@ -562,6 +564,7 @@ def add_read_commands(sub: Any) -> None:
         parser.add_argument(
             "--db", required=True, help="an existing database file, or a PostgreSQL URI"
         )
+        add_schema_option(parser)
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--at", help="valid at this instant (default: now)")
         parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -603,6 +606,7 @@ def add_inspection_commands(sub: Any) -> None:
         parser.add_argument(
             "--db", required=True, help="an existing database file, or a PostgreSQL URI"
         )
+        add_schema_option(parser)
         required = name == "history"
         parser.add_argument("--tenant", required=required)
         parser.add_argument("--subject", required=required, help="'' = the tenant itself")
@@ -626,6 +630,7 @@ def add_replay_command(sub: Any) -> None:
     parser.add_argument(
         "--db", default="sgam-replay.db", help="SQLite file, recreated (default sgam-replay.db)"
     )
+    add_schema_option(parser)
     parser.add_argument(
         "--model", help="extract candidates with this chat model (init_chat_model name)"
     )
@@ -643,13 +648,31 @@ def add_replay_command(sub: Any) -> None:
 # ---------------------------------------------------------------- lifecycle commands
 
 
+def add_schema_option(parser: argparse.ArgumentParser, flag: str = "--schema") -> None:
+    parser.add_argument(
+        flag,
+        help="PostgreSQL only: the schema the store lives in (default sgam), created if needed",
+    )
+
+
+def engine_options(target: str, schema: str | None) -> dict[str, Any]:
+    """`--schema` as an engine option: PostgreSQL's; on a SQLite file a clear error."""
+    if schema is None:
+        return {}
+    if not is_postgres_target(target):
+        raise ValueError(f"a schema is a PostgreSQL option; {target} is a SQLite database")
+    return {"schema": schema}
+
+
 @contextmanager
-def existing_store(path: str, index: dict[str, Any] | None = None) -> Iterator[SGAMStore]:
+def existing_store(
+    path: str, index: dict[str, Any] | None = None, *, schema: str | None = None
+) -> Iterator[SGAMStore]:
     """Commands act on a database that exists: a typo must not create a new file (a
     PostgreSQL URI names a server, which refuses a database that is not there)."""
     if not is_postgres_target(path) and not Path(path).is_file():
         raise FileNotFoundError(f"no database at {path}")
-    with SGAMStore.from_conn_string(path, index=index) as store:
+    with SGAMStore.from_conn_string(path, index=index, **engine_options(path, schema)) as store:
         store.setup()
         yield store
 
@@ -694,10 +717,10 @@ def emit(
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         report = store.run_retention(now=args.now)
     data = report.to_dict()
-    title = f"retention run on {args.db} at {data.pop('now')}"
+    title = f"retention run on {mask_uri(args.db)} at {data.pop('now')}"
     return emit(args, title, report.to_dict() if args.json else data, changes=True)
 
 
@@ -709,25 +732,25 @@ def cmd_purge(args: argparse.Namespace) -> int:
         )
     if args.episode is None and not narrowed and not args.whole_tenant:
         raise ValueError(f"this would erase all of tenant {args.tenant!r}: add --whole-tenant")
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         if args.episode is not None:
             report = store.purge_episode(args.tenant, args.episode, secure_delete=args.secure)
         else:
             report = store.purge(
                 args.tenant, args.subject, args.attribute, secure_delete=args.secure
             )
-    return emit(args, f"erased from {args.db}", report.to_dict(), changes=True)
+    return emit(args, f"erased from {mask_uri(args.db)}", report.to_dict(), changes=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
-        return emit(args, f"{args.db}", store.stats())
+    with existing_store(args.db, schema=args.schema) as store:
+        return emit(args, mask_uri(args.db), store.stats())
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         store.vacuum()
-        return emit(args, f"{args.db} after vacuum", store.stats()["file"])
+        return emit(args, f"{mask_uri(args.db)} after vacuum", store.stats()["file"])
 
 
 def import_transforms(name: str) -> None:
@@ -747,29 +770,32 @@ def import_transforms(name: str) -> None:
 def cmd_backfill(args: argparse.Namespace) -> int:
     for name in args.transforms:
         import_transforms(name)
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         report = store.backfill(batch_size=args.batch_size)
-    return emit(args, f"backfill of {args.db}", report.to_dict())
+    return emit(args, f"backfill of {mask_uri(args.db)}", report.to_dict())
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Rebuild the keyword index in another language (`SGAMStore.set_language`)."""
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         before = store.language
         rebuilt = store.set_language(args.language)
     report = {"language": args.language, "was": before, "keyword_rows": rebuilt}
-    return emit(args, f"keyword index of {args.db}", report)
+    return emit(args, f"keyword index of {mask_uri(args.db)}", report)
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
     """Copy a whole store to an empty one, on the same or another engine."""
     if not is_postgres_target(args.source) and not Path(args.source).is_file():
         raise FileNotFoundError(f"no database at {args.source}")
-    source = open_engine(args.source, dims=None)
+    source = open_engine(args.source, dims=None, **engine_options(args.source, args.from_schema))
     try:
         source.ensure_ready()  # settles its tenant_at, which the copy keeps
         target = open_engine(
-            args.to, dims=transfer.vector_dims(source), tenant_at=source.layout.tenant_at
+            args.to,
+            dims=transfer.vector_dims(source),
+            tenant_at=source.layout.tenant_at,
+            **engine_options(args.to, args.schema),
         )
         try:
             counts = transfer.copy_store(source, target)
@@ -777,7 +803,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
             target.close()
     finally:
         source.close()
-    return emit(args, f"copied {args.source} to {args.to}", {"rows": counts})
+    return emit(args, f"copied {mask_uri(args.source)} to {mask_uri(args.to)}", {"rows": counts})
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -787,7 +813,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no store at {source}")
     with (
         SGAMStore.from_conn_string(
-            args.db, index=search_index(args.embedding), tenant_at=args.tenant_at
+            args.db,
+            index=search_index(args.embedding),
+            tenant_at=args.tenant_at,
+            **engine_options(args.db, args.db_schema),
         ) as store,
         Progress(console=console, transient=True, disable=not live(args)) as progress,
     ):
@@ -799,7 +828,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             schema=args.schema,
             progress=lambda n: progress.advance(task, n),
         )
-    return emit(args, f"imported {source} into {args.db}", asdict(report))
+    return emit(args, f"imported {mask_uri(source)} into {mask_uri(args.db)}", asdict(report))
 
 
 def add_lifecycle_commands(sub: Any) -> None:
@@ -810,6 +839,7 @@ def add_lifecycle_commands(sub: Any) -> None:
         parser.add_argument(
             "--db", required=True, help="an existing database file, or a PostgreSQL URI"
         )
+        add_schema_option(parser)
         parser.add_argument("--json", action="store_true", help="machine-readable output")
         parser.set_defaults(func=func)
         return parser
@@ -844,6 +874,8 @@ def add_lifecycle_commands(sub: Any) -> None:
     )
     copy.add_argument("--from", dest="source", required=True, help="a database file or URI")
     copy.add_argument("--to", required=True, help="an empty or new database file, or a URI")
+    add_schema_option(copy)  # the target's: copy into a new schema of a server in use
+    add_schema_option(copy, "--from-schema")
     copy.add_argument("--json", action="store_true", help="machine-readable output")
     copy.set_defaults(func=cmd_copy)
     imports = sub.add_parser(
@@ -856,6 +888,7 @@ def add_lifecycle_commands(sub: Any) -> None:
         help="a SqliteStore file, a PostgresStore URI, or a .jsonl file of Item.dict() lines",
     )
     imports.add_argument("--db", required=True, help="the SGAM database file or URI")
+    add_schema_option(imports, "--db-schema")  # --schema names the PostgresStore's
     imports.add_argument("--label", help="provenance: import:<label> (default: the source)")
     imports.add_argument("--schema", default="public", help="the PostgresStore's schema")
     imports.add_argument(
@@ -879,6 +912,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     demo = sub.add_parser("demo", help="run the passport example on a SQLite file, offline")
     demo.add_argument("--db", default=":memory:", help="database file (default: in memory)")
+    add_schema_option(demo)
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(func=cmd_demo)
     add_replay_command(sub)

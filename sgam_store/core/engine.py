@@ -75,6 +75,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "stored_language",
             "has_keywords",
             "set_language",
+            "indexed_as",
         }
     ),
     "filters": frozenset({"check_filter"}),

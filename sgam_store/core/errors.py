@@ -28,6 +28,7 @@ __all__ = [
     "ReadOnlyViewError",
     "TenantScopeError",
     "StoreBusyError",
+    "StoreUnavailableError",
     "ExtensionLoadError",
     "SchemaVersionError",
     "ForeignDatabaseError",
@@ -103,6 +104,11 @@ class ConfigurationError(SGAMError, ValueError):
 
 class StoreBusyError(SGAMError, RuntimeError):
     """The database stayed locked after every bounded retry."""
+
+
+class StoreUnavailableError(SGAMError, ConnectionError):
+    """The database server could not be reached or refused the connection (its host and
+    port are named, never the password). A `ConnectionError`, so an `OSError` too."""
 
 
 class ExtensionLoadError(SGAMError, RuntimeError):

@@ -7,7 +7,15 @@ extra), anything else a SQLite file, ':memory:' or an open sqlite3 connection.
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+MASK = "***"
+# The password of a URI's user info (up to the last "@" of the authority), a password
+# query parameter, and libpq's key=value form (quoted or not).
+_URI_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:@/?#]*:)([^/?#]*)@", re.I)
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.I)
+_KEYWORD_PASSWORD = re.compile(r"\b(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
 
 
 def is_postgres_target(target: object) -> bool:
@@ -21,12 +29,24 @@ def is_postgres_target(target: object) -> bool:
     )
 
 
+def mask_uri(target: object) -> str:
+    """`target` as it may be shown (titles, logs, errors, repr): a connection string
+    with its password replaced by ***; a file path unchanged."""
+    text = str(target)
+    if "://" in text:
+        text = _URI_PASSWORD.sub(rf"\g<1>{MASK}@", text, count=1)
+        return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", text)
+    if is_postgres_target(text):
+        return _KEYWORD_PASSWORD.sub(rf"\g<1>{MASK}", text)
+    return text
+
+
 def open_engine(
     target: Any, *, dims: int | None, tenant_at: int | None = None, **options: Any
 ) -> Any:
     """The engine for `target`; `tenant_at` is the namespace layout's (None: as the
     database says); `options` are engine settings (PostgreSQL: schema, pool_size,
-    prepare_threshold)."""
+    prepare_threshold, connect_timeout)."""
     if is_postgres_target(target):
         try:
             from sgam_store.engines.postgres.engine import PostgresEngine

@@ -407,6 +407,40 @@ def start_after_latest(tx: Tx, ns: str, attribute: str, start: str) -> str:
     return clock.shift(latest, clock.MICROSECOND)
 
 
+def unchanged_version(
+    tx: Tx,
+    ns: str,
+    attribute: str,
+    encoded: tuple[str, int],
+    *,
+    ttl: float | None,
+    kind: tuple[str, int],
+) -> FactRow | None:
+    """The key's current version when a put of `encoded` (value text, scalar flag) with
+    `ttl` minutes, of `kind` (memory type, value schema version), would restate it: the
+    same value, TTL and kind, open, begun by now and not expired. None otherwise, and for a key this
+    transaction already wrote (its prefetched tail is gone): then the put versions.
+
+    Read from the tail `prefetch` took under the transaction's key locks, so no other
+    writer can change the version between this check and the commit."""
+    tail = tx.tails.get((ns, attribute))
+    row = tail.latest if tail is not None else None
+    if row is None or row.valid_to is not None or row.valid_from > tx.now:
+        return None
+    if row.expires_at is not None and row.expires_at <= tx.now:
+        return None
+    if (row.value, row.scalar) != encoded or (row.memory_type, row.schema_version) != kind:
+        return None
+    return row if row.ttl_minutes == ttl else None
+
+
+def renew(tx: Tx, row: FactRow) -> None:
+    """Restart a restated version's TTL from now (metadata, not belief: no new version)."""
+    if row.ttl_minutes is not None:
+        expires = clock.shift(tx.now, timedelta(minutes=row.ttl_minutes))
+        tx.versions.set_expiry(tx.cur, row.row_id, expires)
+
+
 # ---------------------------------------------------------------- transactions
 
 

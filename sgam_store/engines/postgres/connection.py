@@ -1,6 +1,11 @@
 """PostgreSQL connections for SGAM: a psycopg pool, the schema on the search path, and
 timestamps read back in the ledger's stored text form.
 
+Opening fails fast: one probe connection, bounded by a connect timeout, comes before the
+pool, so an unreachable server or a refused login is one `StoreUnavailableError` naming
+host and port (never the password) within seconds, not a pool retrying in the background
+until its own timeout, logging each attempt.
+
 The ledger compares and returns timestamps as fixed-width UTC text (`clock.fmt`). The
 columns here are `timestamptz`, so the database can enforce interval rules with ranges;
 a loader turns each value back into the same text the SQLite engine returns, so every
@@ -9,15 +14,21 @@ engine-neutral module sees identical rows.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
-from psycopg import Connection, adapt, sql
-from psycopg_pool import ConnectionPool
+import psycopg
+from psycopg import Connection, adapt, conninfo, sql
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from sgam_store.core.errors import ConfigurationError
+from sgam_store.core.errors import ConfigurationError, StoreUnavailableError
+from sgam_store.engines import MASK, mask_uri
 
 DEFAULT_SCHEMA = "sgam"
+# Seconds to wait for a server to answer. libpq's own default waits forever (psycopg:
+# 130 s); `connect_timeout=` on the store, or in the connection string, overrides it.
+DEFAULT_CONNECT_TIMEOUT = 5
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # Text output of timestamptz with TimeZone = UTC: "2026-01-02 03:04:05.123456+00".
 _PG_TIME = re.compile(r"^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?\+00$")
@@ -57,32 +68,95 @@ def configure(schema: str) -> Any:
     return setup
 
 
+def _params(target: str) -> dict[str, Any]:
+    """The connection string's parameters; a malformed one is a ConfigurationError that
+    shows it without its password."""
+    try:
+        return conninfo.conninfo_to_dict(target)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(
+            f"not a PostgreSQL connection string: {mask_uri(target)} ({exc})"
+        ) from None
+
+
+def connect_timeout(params: dict[str, Any], explicit: float | None) -> int:
+    """Seconds a connection attempt may take: `explicit`, else the string's
+    `connect_timeout` (or PGCONNECT_TIMEOUT), else DEFAULT_CONNECT_TIMEOUT. libpq counts
+    whole seconds and takes 2 as its least, so the value is rounded up, at least 2."""
+    given = explicit if explicit is not None else params.get("connect_timeout")
+    given = given if given is not None else os.environ.get("PGCONNECT_TIMEOUT")
+    try:
+        seconds = float(given) if given is not None else DEFAULT_CONNECT_TIMEOUT
+    except ValueError:
+        raise ConfigurationError(
+            f"connect_timeout must be a number of seconds: {given!r}"
+        ) from None
+    if seconds <= 0:
+        raise ConfigurationError(f"connect_timeout must be positive, got {given!r}")
+    return max(2, -int(-seconds // 1))
+
+
+def server_of(params: dict[str, Any]) -> str:
+    """Where the store tried to connect, as a person reads it: host and port, the
+    database and the user, never the password."""
+    host = params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST")
+    port = params.get("port") or os.environ.get("PGPORT") or "5432"
+    where = f"{host or 'the default socket'}:{port}"
+    details = [f"{k} {params[k]}" for k in ("dbname", "user") if params.get(k)]
+    return f"{where} ({', '.join(details)})" if details else where
+
+
+def _reason(exc: Exception, params: dict[str, Any]) -> str:
+    """libpq's one-line reason (the first failure it reports), without the password."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    line = next((x for x in lines if "failed: " in x), lines[0] if lines else repr(exc))
+    reason = line.rsplit("failed: ", 1)[-1]
+    password = params.get("password")
+    return reason.replace(password, MASK) if password else reason
+
+
+def unavailable(params: dict[str, Any], timeout: int, exc: Exception) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"cannot connect to PostgreSQL at {server_of(params)} within {timeout} s: "
+        f"{_reason(exc, params)}"
+    )
+
+
 def open_pool(
-    conninfo: str,
+    target: str,
     *,
     schema: str = DEFAULT_SCHEMA,
     max_size: int = 8,
     prepare_threshold: int | None = 5,
+    timeout: float | None = None,
 ) -> ConnectionPool:
     """A pool of autocommit connections; transactions are opened explicitly.
 
     `prepare_threshold=None` turns server-side prepared statements off (PgBouncer in
-    transaction mode). Keepalives are on so a dead TCP peer is noticed.
+    transaction mode). Keepalives are on so a dead TCP peer is noticed. `timeout`: the
+    connect timeout in seconds (see `connect_timeout`); each of the pool's connections
+    is bounded by it too.
     """
-    kwargs = {
-        "autocommit": True,
-        "prepare_threshold": prepare_threshold,
-        "keepalives": 1,
-        "keepalives_idle": 30,
-    }
+    schema = check_schema_name(schema)
+    params = _params(target)
+    seconds = connect_timeout(params, timeout)
+    kwargs = {"connect_timeout": seconds, "keepalives": 1, "keepalives_idle": 30}
+    try:  # the probe: its failure is the reason, and no pool thread has logged yet
+        psycopg.connect(target, **kwargs).close()
+    except psycopg.OperationalError as exc:
+        raise unavailable(params, seconds, exc) from None
     pool = ConnectionPool(
-        conninfo,
+        target,
         min_size=1,
         max_size=max_size,
-        kwargs=kwargs,
-        configure=configure(check_schema_name(schema)),
+        kwargs={**kwargs, "autocommit": True, "prepare_threshold": prepare_threshold},
+        configure=configure(schema),
         check=ConnectionPool.check_connection,
         open=False,
     )
-    pool.open(wait=True, timeout=30)
+    try:
+        pool.open(wait=True, timeout=seconds + 1)
+    except PoolTimeout as exc:  # the server went away between the probe and the pool
+        pool.close()
+        raise unavailable(params, seconds, exc) from None
     return pool

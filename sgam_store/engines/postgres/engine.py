@@ -104,12 +104,17 @@ class PostgresEngine:
         pool_size: int = 8,
         prepare_threshold: int | None = 5,
         tenant_at: int | None = None,
+        connect_timeout: float | None = None,
     ) -> None:
         self.requested_tenant_at = tenant_at
         self.layout = namespaces.Layout(tenant_at or 0)  # settled by setup()
         self.schema = connection.check_schema_name(schema)
         self.pool = connection.open_pool(
-            conninfo, schema=self.schema, max_size=pool_size, prepare_threshold=prepare_threshold
+            conninfo,
+            schema=self.schema,
+            max_size=pool_size,
+            prepare_threshold=prepare_threshold,
+            timeout=connect_timeout,
         )
         self.dims = dims
         self.ready = False

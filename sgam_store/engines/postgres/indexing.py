@@ -154,3 +154,19 @@ def _unmark(cur: Any, fact_ids: list[int]) -> None:
             "WHERE fact_id = ANY(%s::bigint[]) AND is_current",
             (fact_ids,),
         )
+
+
+def indexed_as(cur: Any, fact_id: int, tenant_id: str) -> tuple[str | None, list[str]]:
+    """(keyword text as written, or None; vector fields, sorted) of a fact: what a put
+    of the same value must reproduce to leave the fact as it is (an identical re-put).
+    `fact_vectors` exists only once a store with an index config set the database up."""
+    row = cur.execute("SELECT body FROM fact_keywords WHERE fact_id = %s", (fact_id,)).fetchone()
+    fields: list[str] = []
+    if has_vectors(cur):
+        fields = [
+            f
+            for (f,) in cur.execute(
+                "SELECT field FROM fact_vectors WHERE fact_id = %s ORDER BY field", (fact_id,)
+            ).fetchall()
+        ]
+    return (row[0] if row else None), fields

@@ -172,3 +172,20 @@ def has_vectors(cur: Any) -> bool:
     """Whether a store with an index config has opened the file (it records the dims)."""
     row = cur.execute("SELECT 1 FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
     return row is not None
+
+
+def indexed_as(cur: Any, fact_id: int, tenant_id: str) -> tuple[str | None, list[str]]:
+    """(keyword text as written, or None; vector fields, sorted) of a fact: what a put
+    of the same value must reproduce to leave the fact as it is (an identical re-put)."""
+    slot = tenant_slot(cur, tenant_id)
+    keyword = None
+    if slot is not None:
+        row = cur.execute(
+            "SELECT COALESCE(source, body) FROM fact_fts WHERE rowid = ?",
+            (slot << FACT_BITS | fact_id,),
+        ).fetchone()
+        keyword = row[0] if row else None
+    fields = cur.execute(
+        "SELECT field FROM vector_rows WHERE fact_id = ? ORDER BY field", (fact_id,)
+    ).fetchall()
+    return keyword, [f for (f,) in fields]

@@ -25,6 +25,7 @@ PUBLIC = {
     "SGAMStore", "View", "connect",
     # records
     "Fact", "MemoryFact", "MemoryUpdate", "Episode", "ExternalSource", "fact_namespace",
+    "Change",
     # the write path
     "MemorySchema", "AttributeSpec", "ConflictPolicy", "Decision", "SourcePrecedence",
     "LatestRecordedWins", "WriteResult", "Rejection", "Supersession", "normalize_subject",

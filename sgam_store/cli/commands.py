@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from sgam_store.cli.ui import add_ui_command
 from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
@@ -758,6 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inspection_commands(sub)
     add_read_commands(sub)
     add_lifecycle_commands(sub)
+    add_ui_command(sub)
     return parser
 
 

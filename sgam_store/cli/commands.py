@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from sgam_store.cli.changes import add_changes_command
 from sgam_store.cli.ui import add_ui_command
 from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
@@ -760,6 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_read_commands(sub)
     add_lifecycle_commands(sub)
     add_ui_command(sub)
+    add_changes_command(sub)
     return parser
 
 

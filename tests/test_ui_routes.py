@@ -19,6 +19,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from sgam_store import SGAMStore
+from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
 
@@ -104,13 +105,24 @@ def test_search_ranks_as_the_store_does(seeded, client) -> None:
     assert data["hits"] and all(h["current"] for h in data["hits"])
 
 
-def test_review_page_shows_the_decision_with_its_reason(seeded, client) -> None:
-    _, decision_id = seeded
+def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:
+    store, decision_id = seeded
     [decision] = [
         d for d in client.get("/review.json", params={"tenant": "acme"}).json()["decisions"]
     ]
     assert decision["decision_id"] == decision_id and decision["decision"] == "supersedes"
     assert decision["reason"] == "restates the answer style" and decision["undone_at"] is None
+    assert decision["old"] == {"subject": "mira", "attribute": "answer_style"}
+    assert decision["evidence"]["new"] == "bullet points, detailed"
+    queue = client.get("/review.json", params={"tenant": "acme"}).json()["queue"]
+    reviews, _ = pending_reviews(store, "acme")
+    assert [(q["new"]["fact_id"], [c["fact_id"] for c in q["candidates"]]) for q in queue] == [
+        (r.new.fact_id, [c.fact.fact_id for c in r.candidates]) for r in reviews
+    ]
+    if store.engine.__class__.__module__.startswith("sgam_store.engines.sqlite"):
+        [queued] = queue  # the put of deadline_note, with the deadline as a candidate
+        assert queued["new"]["attribute"] == "deadline_note"
+        assert "passport_deadline" in [c["attribute"] for c in queued["candidates"]]
     assert "Undo" not in client.get("/review", params={"tenant": "acme"}).text  # read-only
 
 

@@ -30,7 +30,8 @@ def seed(store: SGAMStore) -> int:
             source_episode_id="thread:t1",
         )
     )
-    verdict = Verdict(style.fact_id, "supersedes", "restates the answer style", score=0.8)
+    evidence = {"new": "bullet points, detailed", "old": "detailed (e3)"}
+    verdict = Verdict(style.fact_id, "supersedes", "restates the answer style", 0.8, evidence)
     [decision] = store.apply_supersession(restated.fact_id, [verdict], decided_by="test-review")
     for tenant in ("acme", HOSTILE_TENANT):
         episode = store.record_episode(
@@ -53,4 +54,6 @@ def seed(store: SGAMStore) -> int:
                     source_episode_id=episode.episode_id,
                 )
             )
+    # a correction written under a new key, waiting for the review (LangMem's way)
+    store.put(("acme", "mira"), "deadline_note", {"text": "passport deadline is now 2026-06-30"})
     return decision.decision_id

@@ -190,7 +190,7 @@ class Ui:
             return self.error(request, 400, str(exc), False)
         except NotFound as exc:
             return self.error(request, 404, str(exc), False)
-        ids = {d.decision_id for d in tenant_decisions(self.app.store, tenant)}
+        ids = {d["decision_id"] for d in tenant_decisions(self.app.store, tenant)}
         if decision_id not in ids:
             return self.error(request, 404, f"no decision {decision_id} for this tenant", False)
         try:

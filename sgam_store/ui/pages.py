@@ -355,18 +355,28 @@ class ReviewPage(Page):
                 }
                 for r in reviews
             ],
-            "decisions": [vars(d) for d in tenant_decisions(self.app.store, tenant)],
+            "decisions": tenant_decisions(self.app.store, tenant),
         }
 
 
-def tenant_decisions(store: SGAMStore, tenant: str) -> list[Any]:
-    """The tenant's review decisions, newest first: looked up per believed fact (there
-    is no listing of decisions in the public API), for at most DECISION_FACTS facts."""
+def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
+    """The tenant's review decisions, newest first, each with the keys of its two
+    memories: looked up per believed fact (the public API lists no decisions), for at
+    most DECISION_FACTS facts."""
+    facts = {f.fact_id: f for f in store.ledger(tenant)[:DECISION_FACTS]}
     found: dict[int, Any] = {}
-    for fact in store.ledger(tenant)[:DECISION_FACTS]:
+    for fact in facts.values():
         for decision in store.supersession_decisions(fact):
             found[decision.decision_id] = decision
-    return sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    newest = sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    return [
+        {**vars(d), "new": _key(facts.get(d.new_fact_id)), "old": _key(facts.get(d.old_fact_id))}
+        for d in newest
+    ]
+
+
+def _key(fact: Fact | None) -> dict[str, str] | None:
+    return None if fact is None else {"subject": fact.subject, "attribute": fact.attribute}
 
 
 class EpisodePage(Page):

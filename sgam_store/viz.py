@@ -224,6 +224,7 @@ class _Frame:
         return "".join(parts)
 
     def axes(self) -> list[str]:
+        mid = (self.top + self.bottom) // 2
         out = [
             f'<line x1="{self.left}" y1="{self.bottom}" x2="{self.right}" y2="{self.bottom}" '
             'stroke="#4a5568"/>',
@@ -231,8 +232,8 @@ class _Frame:
             'stroke="#4a5568"/>',
             f'<text x="{self.right}" y="{self.bottom + 32}" text-anchor="end" fill="#4a5568">'
             "valid time (when it was true) →</text>",
-            f'<text x="14" y="{self.bottom}" transform="rotate(-90 14 {self.bottom})" '
-            'fill="#4a5568">belief time (when the store believed it) →</text>',
+            f'<text x="14" y="{mid}" transform="rotate(-90 14 {mid})" text-anchor="middle" '
+            'fill="#4a5568">belief time →</text>',
             f'<text x="{self.left - 6}" y="{self.top + 4}" text-anchor="end" '
             'fill="#4a5568">now</text>',
         ]
@@ -249,11 +250,13 @@ class _Frame:
             )
         every = max(1, int(14 // self.step) + 1)  # labels 14px apart at least
         shown = self.instants[::every]
+        seconds = {m.replace(microsecond=0) for m in shown}
+        fine = len(seconds) < len(shown)  # a replay writes many in one second
         for i, (before, moment) in enumerate(zip([None, *shown], shown, strict=False)):
             y = self.bottom - i * every * self.step
             out.append(
                 f'<text class="tick" x="{self.left - 6}" y="{y + 4:.1f}" '
-                f'text-anchor="end">{_belief_tick(before, moment)}</text>'
+                f'text-anchor="end">{_belief_tick(before, moment, fine)}</text>'
             )
         return out
 
@@ -318,10 +321,8 @@ def _stamp(moment: datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S}"
 
 
-def _belief_tick(before: datetime | None, moment: datetime) -> str:
-    """An instant on the belief axis: the date only where it changes, and microseconds
-    where the second is the one below's (a replay writes many in one second)."""
+def _belief_tick(before: datetime | None, moment: datetime, fine: bool) -> str:
+    """An instant on the belief axis: the date only where it changes, with microseconds
+    when `fine` (some instants share a second)."""
     text = f"{moment:%H:%M:%S}" if before and before.date() == moment.date() else _stamp(moment)
-    if before and before.replace(microsecond=0) == moment.replace(microsecond=0):
-        text += f".{moment.microsecond:06d}"
-    return text
+    return f"{text}.{moment.microsecond:06d}" if fine else text

@@ -28,6 +28,7 @@ from sgam_store.ui.params import (
     number,
     text,
 )
+from sgam_store.viz import timeline_svg
 
 if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
@@ -264,13 +265,8 @@ class KeyPage(Page):
         }
 
     def _picture(self, tenant: str, subject: str, attribute: str) -> str:
-        try:  # TEMPORARY until viz lands
-            from sgam_store.viz import timeline_svg
-        except ImportError:
-            return ""
-
         return timeline_svg(
-            self.app.store,
+            self.app.store.for_tenant(tenant),
             tenant,
             subject,
             attribute,
@@ -416,16 +412,10 @@ class ChangesPage(Page):
         since = instant(self.query, "since") or EPOCH
         until = instant(self.query, "until")
         limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
-        found = self.app.store.changes(since, tenant_id=tenant, until=until, limit=limit)
-        rows = [{**change_json(c), "shown_value": shown(c.value)} for c in found]
+        view = self.app.store.for_tenant(tenant)
+        found = view.changes(since, until=until, limit=limit)
+        rows = [{**c.model_dump(mode="json"), "shown_value": shown(c.value)} for c in found]
         return {"tenant": tenant, "since": since, "until": until, "limit": limit, "rows": rows}
-
-
-def change_json(change: Any) -> dict[str, Any]:
-    """A change as JSON, whatever its class (a dataclass or a Pydantic model)."""
-    if hasattr(change, "model_dump"):
-        return change.model_dump(mode="json")
-    return json.loads(json.dumps(vars(change), default=str))
 
 
 PAGES: dict[str, Callable[[Inspector, Mapping[str, str]], Page]] = {

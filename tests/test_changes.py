@@ -15,6 +15,7 @@ from sgam_store import (
     MemoryFact,
     SGAMStore,
     TenantScopeError,
+    Verdict,
 )
 from sgam_store.core import clock
 
@@ -154,3 +155,27 @@ def test_a_tenant_view_gives_only_its_own_versions(
     assert [v.value for v in view.versions("globex", "mira", "passport_deadline")] == ["elsewhere"]
     with pytest.raises(TenantScopeError):
         view.versions("acme", "mira", "passport_deadline")
+
+
+def test_a_review_and_its_undo_read_back(store: SGAMStore) -> None:
+    """A correction written under a new key: the review's "supersedes" closes the old
+    memory (superseded by the new one, which is revised to name it); the undo revises the
+    new memory back and writes the old value anew."""
+    store.put(("acme", "mira"), "m1", {"content": "deadline 2026-07-15"})
+    store.put(("acme", "mira"), "m2", {"content": "deadline 2026-06-30"})
+    old, new = (store.fact_at("acme", "mira", k) for k in ("m1", "m2"))
+    reviewed = clock.utc_now()
+    (decision,) = store.apply_supersession(
+        new.fact_id,
+        [Verdict(old_fact_id=old.fact_id, decision="supersedes", reason="same deadline")],
+        decided_by="test",
+    )
+    feed = store.changes(reviewed, tenant_id="acme")
+    assert [(c.kind, c.attribute) for c in feed] == [("revised", "m2"), ("superseded", "m1")]
+    assert feed[0].supersedes_fact_id == old.fact_id
+    assert feed[1].superseded_by_fact_id == new.fact_id and feed[1].valid_to is not None
+    undone = clock.utc_now()
+    restored = store.undo_supersession(decision.decision_id)
+    feed = store.changes(undone, tenant_id="acme")
+    assert [(c.kind, c.attribute) for c in feed] == [("new", "m1"), ("revised", "m2")]
+    assert feed[0].fact_id == restored.fact_id and feed[1].supersedes_fact_id is None

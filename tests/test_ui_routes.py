@@ -305,3 +305,33 @@ def test_sgam_ui_serves_on_loopback_and_warns_off_it(tmp_path: Path) -> None:
         text=True,
     )
     assert missing.returncode == 2 and "no database at" in missing.stderr
+
+
+@pytest.mark.slow
+def test_langgraph_dev_serves_the_inspector_under_sgam(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langgraph.json's http.app: the same pages on the server's port, over the store the
+    graphs and the Store API use (a PUT through the server shows up in the inspector)."""
+    from tests.test_langgraph_server import langgraph_server
+
+    monkeypatch.setenv("SGAM_EMBEDDING", "none")
+    with (
+        langgraph_server(tmp_path, target, {}) as (url, _),
+        httpx.Client(base_url=url, timeout=60) as http,
+    ):
+        item = {"namespace": ["acme", "mira"], "key": "passport_deadline"}
+        assert http.put("/store/items", json={**item, "value": {"value": "2026-06-30"}}).is_success
+        keys = http.get("/sgam/keys.json", params={"tenant": "acme", "subject": "mira"}).json()
+        assert [(r["key"], r["value"]) for r in keys["rows"]] == [
+            ("passport_deadline", "2026-06-30")
+        ]
+        key = {"tenant": "acme", "subject": "mira", "attribute": "passport_deadline"}
+        page = http.get("/sgam/key", params=key)
+        assert page.status_code == 200 and 'class="sgam-timeline"' in page.text
+        assert 'href="/sgam/static/ui.css"' in page.text
+        assert http.get("/sgam/static/ui.css").status_code == 200
+        assert http.get("/sgam/").status_code == 200
+        assert http.get("/sgam/keys", params={"tenant": "acme", "page": "0"}).status_code == 400
+        assert http.post("/sgam/review/undo", data={"tenant": "acme"}).status_code == 403
+        assert http.get("/ok").status_code == 200

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from sgam_store import SGAMStore
+from sgam_store import MemoryFact, SGAMStore
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
@@ -335,3 +335,22 @@ def test_langgraph_dev_serves_the_inspector_under_sgam(
         assert http.get("/sgam/keys", params={"tenant": "acme", "page": "0"}).status_code == 400
         assert http.post("/sgam/review/undo", data={"tenant": "acme"}).status_code == 403
         assert http.get("/ok").status_code == 200
+
+
+def test_a_version_citing_no_recorded_episode_still_shows(store: SGAMStore) -> None:
+    """A fact may cite an id no episode was recorded under (or one since erased)."""
+    store.replace_fact(
+        MemoryFact(
+            tenant_id="acme",
+            subject="mira",
+            attribute="visa",
+            value="granted",
+            valid_from="2026-06-01T00:00:00Z",
+            source_episode_id="never-recorded",
+        )
+    )
+    client = TestClient(create_app(store))
+    params = {"tenant": "acme", "subject": "mira", "attribute": "visa"}
+    [version] = client.get("/key.json", params=params).json()["versions"]
+    assert version["source"]["kind"] == "missing"
+    assert "(no recorded episode)" in client.get("/key", params=params).text

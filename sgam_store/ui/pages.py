@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sgam_store.core.errors import EpisodeNotFoundError
 from sgam_store.core.models import Fact
 from sgam_store.core.namespaces import SEP
 from sgam_store.ledger.episodes import Episode
@@ -276,8 +277,12 @@ class KeyPage(Page):
 
 
 def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
-    """Who said it: the episode's text, speaker and thread, or the external marker."""
-    said = store.who_said(fact, tenant_id=tenant)
+    """Who said it: the episode's text, speaker and thread, or the external marker; an
+    id naming no recorded episode (never recorded, or erased) is shown as missing."""
+    try:
+        said = store.who_said(fact, tenant_id=tenant)
+    except EpisodeNotFoundError:
+        return {"episode_id": None, "text": None, "kind": "missing"}
     if isinstance(said, Episode):
         return {
             "episode_id": said.episode_id,

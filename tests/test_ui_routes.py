@@ -175,6 +175,8 @@ def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
         other = TestClient(create_app(store, allow_writes=True, tenant="globex"))
         assert other.post("/review/undo", data={**form, "csrf": token}).status_code == 403
         assert store.fact_at("acme", "mira", "answer_style") is None  # nothing undone yet
+        preview = client.get("/episode", params={"tenant": "acme", "id": "e1"}).text
+        assert 'id="erasure-preview"' in preview and "no dry run" in preview
         done = client.post("/review/undo", data={**form, "csrf": token})
         assert done.status_code == 303
         assert store.fact_at("acme", "mira", "answer_style").value == "detailed"
@@ -261,6 +263,8 @@ def test_stored_values_are_escaped_everywhere(client: TestClient) -> None:
         assert 'href="javascript:' not in html.text and '"><img' not in html.text
     episode = client.get(pages[3][0], params=pages[3][1]).text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in episode
+    policy = client.get("/tenants").headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
 
 
 def test_a_database_uri_is_shown_with_its_password_masked(seeded) -> None:

@@ -139,6 +139,9 @@ def test_changes_page_renders_the_feed_newest_first(seeded, client) -> None:
     feed = store.changes("1970-01-01T00:00:00Z", tenant_id="acme", limit=200)
     assert [(r["kind"], r["fact_id"]) for r in rows] == [(c.kind, c.fact_id) for c in feed]
     assert {r["kind"] for r in rows} >= {"new", "superseded"}
+    middle = feed[len(feed) // 2].at
+    then = client.get("/changes.json", params={"tenant": "acme", "known_at": middle}).json()
+    assert [r["fact_id"] for r in then["rows"]] == [c.fact_id for c in feed if c.at < middle]
 
 
 def test_a_confined_app_shows_no_other_tenant(seeded) -> None:

@@ -407,7 +407,8 @@ class EpisodePage(Page):
 
 
 class ChangesPage(Page):
-    """What changed: the store's change feed (`changes`), newest first."""
+    """What changed: the tenant's change feed (`changes`), newest first; "as believed
+    at" ends it there, unless `until` says otherwise."""
 
     template = "changes.html"
     title = "What changed"
@@ -415,7 +416,7 @@ class ChangesPage(Page):
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
         since = instant(self.query, "since") or EPOCH
-        until = instant(self.query, "until")
+        until = instant(self.query, "until") or self.when.known_at  # what was known then
         limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
         view = self.app.store.for_tenant(tenant)
         found = view.changes(since, until=until, limit=limit)

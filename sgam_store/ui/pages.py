@@ -90,6 +90,11 @@ def shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def stamp(moment: datetime) -> str:
+    """A UTC time as the rest of the pages show it (pydantic's JSON form: a Z suffix)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def subject_of(relative: Sequence[str]) -> str:
     """The subject a tenant view's namespace stands for (its labels joined)."""
     return SEP.join(relative)
@@ -191,7 +196,7 @@ class KeysPage(Page):
                     "subject": subject_of(item.namespace),
                     "key": item.key,
                     "value": shown(item.value),
-                    "valid_from": item.updated_at.isoformat(),
+                    "valid_from": stamp(item.updated_at),
                 }
                 for item in rows
             ],
@@ -328,7 +333,7 @@ class SearchPage(Page):
             "key": item.key,
             "value": shown(item.value),
             "score": item.score,
-            "valid_from": item.updated_at.isoformat(),
+            "valid_from": stamp(item.updated_at),
             "current": current is not None and current.valid_from == item.updated_at,
         }
 

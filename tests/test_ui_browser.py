@@ -207,7 +207,9 @@ def test_hostile_values_run_nothing(page: Any, served: str) -> None:
         page.go_back()
 
 
-def test_with_writes_an_undo_restores_the_old_value(browser: Any, tmp_path: Path) -> None:
+def test_with_writes_an_undo_restores_the_old_value_and_a_review_is_recorded(
+    browser: Any, tmp_path: Path
+) -> None:
     with SGAMStore.from_conn_string(str(tmp_path / "undo.db")) as store:
         store.setup()
         seed(store)
@@ -225,6 +227,16 @@ def test_with_writes_an_undo_restores_the_old_value(browser: Any, tmp_path: Path
             assert "undone" in tab.locator("#decisions").inner_text()
             tab.goto(served.url + "/key?tenant=acme&subject=mira&attribute=answer_style")
             assert tab.locator("#value").inner_text() == "detailed"
+            # a person reviews the queued note: it supersedes the passport deadline
+            tab.goto(served.url + "/review?tenant=acme")
+            deadline = store.fact_at("acme", "mira", "passport_deadline")
+            row = tab.locator(f'tr[data-candidate="{deadline.fact_id}"]')
+            row.get_by_label("supersedes").check()
+            tab.fill("input[name=reason]", "the note restates the deadline")
+            tab.get_by_role("button", name="Record decision").click()
+            tab.wait_for_url("**/review?tenant=acme")
+            assert "the note restates the deadline" in tab.locator("#decisions").inner_text()
+            assert store.fact_at("acme", "mira", "passport_deadline") is None
             context.close()
             assert errors == []
         assert store.fact_at("acme", "mira", "answer_style").value == "detailed"

@@ -162,6 +162,12 @@ def test_a_confined_app_shows_no_other_tenant(seeded) -> None:
     assert all(h["value"] != "2026-09-10" for h in search.json()["hits"])
 
 
+def csrf_token(client: TestClient, tenant: str) -> str:
+    """The token a writable app puts in its pages (and in their forms)."""
+    page = client.get("/subjects", params={"tenant": tenant}).text
+    return re.search(r'<meta name="csrf-token" content="([^"]+)">', page).group(1)
+
+
 def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
     with SGAMStore.from_conn_string(target) as store:
         store.setup()
@@ -169,14 +175,16 @@ def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
         form = {"tenant": "acme", "decision_id": str(decision_id)}
         read_only = TestClient(create_app(store))
         assert read_only.post("/review/undo", data=form).status_code == 403
+        assert "csrf" not in read_only.get("/review", params={"tenant": "acme"}).text
         client = TestClient(create_app(store, allow_writes=True), follow_redirects=False)
-        page = client.get("/review", params={"tenant": "acme"}).text
-        token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        token = csrf_token(client, "acme")
         assert client.get("/review/undo", params={**form, "csrf": token}).status_code == 405
         assert client.post("/review/undo", data=form).status_code == 403
         assert client.post("/review/undo", data={**form, "csrf": "x" + token}).status_code == 403
         other = TestClient(create_app(store, allow_writes=True, tenant="globex"))
         assert other.post("/review/undo", data={**form, "csrf": token}).status_code == 403
+        theirs = {**form, "csrf": csrf_token(other, "globex")}
+        assert other.post("/review/undo", data=theirs).status_code == 404  # not its tenant
         assert store.fact_at("acme", "mira", "answer_style") is None  # nothing undone yet
         preview = client.get("/episode", params={"tenant": "acme", "id": "e1"}).text
         assert 'id="erasure-preview"' in preview and "no dry run" in preview
@@ -361,3 +369,41 @@ def test_a_version_citing_no_recorded_episode_still_shows(store: SGAMStore) -> N
     [version] = client.get("/key.json", params=params).json()["versions"]
     assert version["source"]["kind"] == "missing"
     assert "(no recorded episode)" in client.get("/key", params=params).text
+
+
+@pytest.mark.sqlite_only
+def test_with_writes_a_person_records_a_review_decision(store: SGAMStore) -> None:
+    """The queued deadline_note, with passport_deadline among its candidates (SQLite's
+    keyword scores nominate it; the form and its checks are the same on any engine)."""
+    seed(store)
+    [review], _ = pending_reviews(store, "acme")
+    new_id = review.new.fact_id
+    old_ids = [c.fact.fact_id for c in review.candidates]
+    deadline = store.fact_at("acme", "mira", "passport_deadline").fact_id
+    assert deadline in old_ids
+    client = TestClient(create_app(store, allow_writes=True), follow_redirects=False)
+    form = {"tenant": "acme", "new_fact_id": str(new_id), "csrf": csrf_token(client, "acme")}
+    verdicts = {f"verdict_{i}": "supersedes" if i == deadline else "independent" for i in old_ids}
+    assert client.post("/review/decide", data={**form, "csrf": ""}).status_code == 403
+    assert TestClient(create_app(store)).post("/review/decide", data=form).status_code == 403
+    assert client.post("/review/decide", data=form).status_code == 400  # no verdicts
+    maybe = {**form, **verdicts, f"verdict_{deadline}": "maybe"}
+    assert client.post("/review/decide", data=maybe).status_code == 400
+    elsewhere = TestClient(create_app(store, allow_writes=True, tenant="globex"))
+    theirs = {**form, **verdicts, "csrf": csrf_token(elsewhere, "globex")}
+    assert elsewhere.post("/review/decide", data=theirs).status_code == 404  # not its tenant
+    assert client.post("/review/decide", data={**form, "new_fact_id": "1"}).status_code == 404
+    assert store.fact_at("acme", "mira", "passport_deadline").fact_id == deadline  # untouched
+    reason = {"reason": "the note restates the deadline"}
+    done = client.post("/review/decide", data={**form, **verdicts, **reason})
+    assert done.status_code == 303
+    assert store.fact_at("acme", "mira", "passport_deadline") is None  # superseded
+    decisions = client.get("/review.json", params={"tenant": "acme"}).json()
+    assert decisions["queue"] == []
+    recorded = [d for d in decisions["decisions"] if d["new_fact_id"] == new_id]
+    assert {d["old_fact_id"]: d["decision"] for d in recorded} == {
+        i: verdicts[f"verdict_{i}"] for i in old_ids
+    }
+    assert {(d["decided_by"], d["reason"]) for d in recorded} == {
+        ("sgam ui", "the note restates the deadline")
+    }

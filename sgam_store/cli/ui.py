@@ -32,7 +32,7 @@ def add_ui_command(sub: Any) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--tenant", default=None, help="show only this tenant")
     parser.add_argument(
-        "--allow-writes", action="store_true", help="enable undoing review decisions"
+        "--allow-writes", action="store_true", help="enable recording and undoing review decisions"
     )
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
     parser.add_argument(

@@ -26,8 +26,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sgam_store.core.errors import SGAMError
-from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page, tenant_decisions
-from sgam_store.ui.params import BadParameter, When, number
+from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
+from sgam_store.ui.params import BadParameter, When
+from sgam_store.ui.writes import ACTIONS
 
 if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
@@ -41,7 +42,7 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
-MAX_FORM = 4096  # bytes of an undo form: three short fields (parsed here, no multipart)
+MAX_FORM = 16_384  # bytes of a write's form: a few short fields (parsed here, no multipart)
 
 
 def mask_uri(target: str) -> str:
@@ -78,7 +79,7 @@ def create_app(
     for name in PAGES:
         routes += [Route(f"/{name}", ui.page(name)), Route(f"/{name}.json", ui.page(name))]
     routes += [
-        Route("/review/undo", ui.undo, methods=["POST"]),
+        *(Route(f"/review/{name}", ui.post(name), methods=["POST"]) for name in ACTIONS),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: ui.missing, 405: ui.missing})
@@ -177,33 +178,33 @@ class Ui:
         wants_json = request.url.path.endswith(".json")
         return await run_in_threadpool(self.error, request, status, "no such page", wants_json)
 
-    async def undo(self, request: Request) -> Response:
-        """Take back a "supersedes" decision (POST, CSRF token, writes enabled)."""
-        body = await request.body()
-        if len(body) > MAX_FORM:
-            return self.error(request, 413, "form too large", False)
-        fields = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
-        return await run_in_threadpool(self.undo_form, request, dict(fields))
+    def post(self, action: str) -> Callable[[Request], Any]:
+        """A write's endpoint: a POST with the app's CSRF token, writes enabled, the
+        form's tenant allowed; then `writes.ACTIONS[action]`, and back to the review."""
 
-    def undo_form(self, request: Request, query: dict[str, str]) -> Response:
+        async def endpoint(request: Request) -> Response:
+            body = await request.body()
+            if len(body) > MAX_FORM:
+                return self.error(request, 413, "form too large", False)
+            fields = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+            return await run_in_threadpool(self.write, request, action, dict(fields))
+
+        return endpoint
+
+    def write(self, request: Request, action: str, form: dict[str, str]) -> Response:
         if not self.app.allow_writes:
             return self.error(request, 403, "this inspector is read-only (--allow-writes)", False)
-        token = query.get("csrf", "")
+        token = form.get("csrf", "")
         if not hmac.compare_digest(token.encode(), self.csrf.encode()):
             return self.error(request, 403, "missing or wrong CSRF token", False)
         try:
-            tenant = self.app.tenant_of(query)
-            decision_id = number(query, "decision_id", 0, 1, 2**62)
-        except BadParameter as exc:
-            return self.error(request, 400, str(exc), False)
+            tenant = self.app.tenant_of(form)
+            ACTIONS[action](self.app, tenant, form)
         except NotFound as exc:
             return self.error(request, 404, str(exc), False)
-        ids = {d["decision_id"] for d in tenant_decisions(self.app.store, tenant)}
-        if decision_id not in ids:
-            return self.error(request, 404, f"no decision {decision_id} for this tenant", False)
-        try:
-            self.app.store.undo_supersession(decision_id)
-        except SGAMError as exc:
+        except BadParameter as exc:
+            return self.error(request, 400, str(exc), False)
+        except SGAMError as exc:  # the premise no longer holds (already undone, not current)
             return self.error(request, 409, str(exc), False)
         return RedirectResponse(self.url(request, "review", tenant=tenant), status_code=303)
 

@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 from sgam_store.core.errors import SGAMError
 from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
 from sgam_store.ui.params import BadParameter, When
-from sgam_store.ui.writes import ACTIONS
+from sgam_store.ui.writes import ACTIONS, VERDICTS
 
 if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
@@ -149,6 +149,7 @@ class Ui:
             "confined": self.app.tenant,
             "writes": self.app.allow_writes,
             "csrf": self.csrf,
+            "verdicts": VERDICTS,
             "query": {
                 k: v for k, v in request.query_params.items() if k not in When.__annotations__
             },

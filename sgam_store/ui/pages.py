@@ -15,10 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sgam_store.core.errors import EpisodeNotFoundError
-from sgam_store.core.models import Fact
-from sgam_store.core.namespaces import SEP
-from sgam_store.ledger.episodes import Episode
+from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
@@ -69,6 +66,18 @@ class Inspector:
             return view
         return view.as_of(when.valid_at or datetime.now(UTC), when.known_at)
 
+    def subject_of(self, tenant: str, relative: Sequence[str]) -> str:
+        """The subject a tenant view's namespace stands for."""
+        layout = self.store.layout
+        return layout.split(layout.absolute(tenant, relative))[1]
+
+    def relative_of(self, tenant: str, subject: str) -> tuple[str, ...]:
+        """A subject's namespace as the tenant's view names it; "" is the whole tenant."""
+        if not subject:
+            return ()
+        layout = self.store.layout
+        return layout.relative(layout.fact_namespace(tenant, subject))
+
     def tenants(self, when: When) -> list[str]:
         """Every tenant with facts visible at `when` (namespace labels only)."""
         if self.tenant is not None:
@@ -93,15 +102,6 @@ def shown(value: Any) -> str:
 def stamp(moment: datetime) -> str:
     """A UTC time as the rest of the pages show it (pydantic's JSON form: a Z suffix)."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def subject_of(relative: Sequence[str]) -> str:
-    """The subject a tenant view's namespace stands for (its labels joined)."""
-    return SEP.join(relative)
-
-
-def relative_of(subject: str) -> tuple[str, ...]:
-    return tuple(subject.split(SEP)) if subject else ()
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:
@@ -161,7 +161,8 @@ class SubjectsPage(Page):
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
         listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
-        names = [s for s in map(subject_of, listed) if needle.lower() in s.lower()]
+        subjects = (self.app.subject_of(tenant, ns) for ns in listed)
+        names = [s for s in subjects if needle.lower() in s.lower()]
         return {
             "tenant": tenant,
             "filter": needle,
@@ -183,7 +184,9 @@ class KeysPage(Page):
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
         view = self.app.view(tenant, self.when)
-        rows, has_next, scanned = self._page(view, relative_of(subject), paging, needle)
+        rows, has_next, scanned = self._page(
+            view, self.app.relative_of(tenant, subject), paging, needle
+        )
         return {
             "tenant": tenant,
             "subject": subject,
@@ -193,7 +196,7 @@ class KeysPage(Page):
             "scanned": scanned,
             "rows": [
                 {
-                    "subject": subject_of(item.namespace),
+                    "subject": self.app.subject_of(tenant, item.namespace),
                     "key": item.key,
                     "value": shown(item.value),
                     "valid_from": stamp(item.updated_at),
@@ -321,12 +324,12 @@ class SearchPage(Page):
         hits = []
         if q:
             view = self.app.view(tenant, self.when)
-            found = view.search(relative_of(prefix), query=q, limit=limit)
+            found = view.search(self.app.relative_of(tenant, prefix), query=q, limit=limit)
             hits = [self._hit(tenant, item) for item in found]
         return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
 
     def _hit(self, tenant: str, item: Any) -> dict[str, Any]:
-        subject = subject_of(item.namespace)
+        subject = self.app.subject_of(tenant, item.namespace)
         current = self.app.store.fact_at(tenant, subject, item.key)
         return {
             "subject": subject,

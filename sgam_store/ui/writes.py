@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from sgam_store import Verdict
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui.pages import Inspector, NotFound, tenant_decisions
 from sgam_store.ui.params import BadParameter, number, text
-from sgam_store.write.supersession import DECISIONS, Verdict
 
+VERDICTS = ("independent", "supersedes", "duplicate")  # what a review may answer, as forms offer
 DECIDED_BY = "sgam ui"  # decided_by of the decisions a person records in the inspector
 QUEUE_LOOKUP = 200  # queued memories searched for the one a decision form names
 
@@ -35,8 +36,8 @@ def decide(app: Inspector, tenant: str, form: Mapping[str, str]) -> None:
     verdicts = []
     for candidate in review.candidates:
         choice = text(form, f"verdict_{candidate.fact.fact_id}", required=True)
-        if choice not in DECISIONS:
-            raise BadParameter(f"a verdict is one of {', '.join(DECISIONS)}, got {choice!r}")
+        if choice not in VERDICTS:
+            raise BadParameter(f"a verdict is one of {', '.join(VERDICTS)}, got {choice!r}")
         verdicts.append(Verdict(candidate.fact.fact_id, choice, reason, candidate.score))
     app.store.apply_supersession(new_fact_id, verdicts, decided_by=DECIDED_BY)
 

@@ -129,6 +129,12 @@ def test_withdrawn_versions_are_changes_too(store: SGAMStore) -> None:
         ("superseded", "passport_deadline", "2026-07-15"),
     ]
     assert feed[1].superseded_by_fact_id == feed[0].fact_id and feed[0].at == feed[1].at
+    # A page that the written versions fill still takes in what was withdrawn among them.
+    store.replace_fact(fact("later", "2026-09-01T00:00:00Z", "e11"))
+    for limit in (2, 3, 4, 5):
+        page = store.changes(since, limit=limit)
+        assert [c.kind for c in page] == ["new", "superseded", "new", "superseded", "new"][:limit]
+        assert page == store.changes(since)[:limit]
     later = clock.utc_now()
     store.replace_fact(fact("future", "2999-01-01T00:00:00Z", "e10", tenant="other"))
     store.delete(("other", "mira"), "passport_deadline")

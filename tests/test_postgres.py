@@ -100,7 +100,7 @@ def test_a_version_1_schema_is_upgraded_in_place_with_its_facts(uri: str) -> Non
         store.put(("acme", "mira"), "pet", {"kind": "cat"})
     sql(uri, "DROP INDEX facts_tenant_doc")  # what v2, v3 and v4 added
     sql(uri, "DROP TABLE supersession_queue, supersession_decisions")
-    sql(uri, "DROP INDEX facts_changes, facts_withdrawn")
+    sql(uri, "DROP INDEX facts_changes, facts_withdrawn, facts_superseders")
     sql(uri, "UPDATE sgam_meta SET value = '1' WHERE key = 'schema_version'")
     with SGAMStore.from_conn_string(uri) as store:
         store.setup()

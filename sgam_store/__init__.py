@@ -40,7 +40,7 @@ from sgam_store.core.errors import (
     TenantScopeError,
     ValueTooLargeError,
 )
-from sgam_store.core.models import Fact, MemoryFact, PurgeReport, SupersessionDecision
+from sgam_store.core.models import Change, Fact, MemoryFact, PurgeReport, SupersessionDecision
 from sgam_store.core.namespaces import fact_namespace
 from sgam_store.core.schema_migration import TransformRegistry, register_transform
 from sgam_store.engines.sqlite.connection import connect
@@ -112,6 +112,7 @@ __all__ = [
     "SGAMStore",
     "View",
     "Fact",
+    "Change",
     "MemoryFact",
     "MemoryUpdate",
     "Episode",

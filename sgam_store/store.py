@@ -31,10 +31,11 @@ from langgraph.store.base import (
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
-from sgam_store.core.errors import InvalidFactError, ReadOnlyViewError
+from sgam_store.core.errors import InvalidFactError, InvalidTimestampError, ReadOnlyViewError
 from sgam_store.core.models import (
     DEFAULT_MEMORY_TYPE,
     SCHEMA_VERSION,
+    Change,
     Fact,
     FactDraft,
     ForeignItem,
@@ -43,7 +44,7 @@ from sgam_store.core.models import (
     PurgeReport,
 )
 from sgam_store.engines import langgraph_items, mask_uri, open_engine
-from sgam_store.ledger import episodes
+from sgam_store.ledger import changes, episodes
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
@@ -667,6 +668,35 @@ class SGAMStore(BaseStore):
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
         return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
+
+    def changes(
+        self,
+        since: clock.Timestamp,
+        *,
+        tenant_id: str | None = None,
+        until: clock.Timestamp | None = None,
+        limit: int = 100,
+    ) -> list[Change]:
+        """What the store wrote since `since` (transaction time, inclusive) and before
+        `until` (exclusive; default: no bound), newest first, at most `limit` entries: new
+        facts, superseded, closed, expired and revised versions (`Change.kind`), of one
+        tenant or of all. To poll, pass the newest `at` seen plus a microsecond."""
+        start, end = clock.normalize(since), changes.UNBOUNDED if until is None else _ts(until)
+        if end <= start:
+            raise InvalidTimestampError(f"until ({end}) must be after since ({start})")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        tenant = None if tenant_id is None else self.layout.check_tenant(tenant_id)
+        self._ensure_ready()
+        return changes.feed(self.engine, tenant, start, end, limit)
+
+    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+        """Every version of the key ever written, in write order: the believed ones
+        (`known_to` None) and the retired ones a correction or a close replaced, which
+        `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        self._ensure_ready()
+        return changes.key_versions(self.engine, ns, attribute)
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""

@@ -29,9 +29,11 @@ from langgraph.store.base import (
 )
 
 from sgam_store.core import clock, namespaces
+from sgam_store.core.errors import TenantScopeError
 from sgam_store.read.search import Scope
 
 if TYPE_CHECKING:
+    from sgam_store.core.models import Change, Fact
     from sgam_store.store import SGAMStore
 
 
@@ -72,10 +74,22 @@ class View(BaseStore):
     def for_tenant(self, tenant_id: str) -> View:
         self.store.layout.check_tenant(tenant_id)
         if self.scope.tenant is not None and self.scope.tenant != tenant_id:
-            from sgam_store.core.errors import TenantScopeError
-
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return View(self.store, replace(self.scope, tenant=tenant_id))
+
+    def changes(
+        self, since: clock.Timestamp, *, until: clock.Timestamp | None = None, limit: int = 100
+    ) -> list[Change]:
+        """`SGAMStore.changes` of this view's tenant only (of every tenant for a view with
+        none): a tenant view takes no tenant argument, so it cannot ask for another's."""
+        return self.store.changes(since, tenant_id=self.scope.tenant, until=until, limit=limit)
+
+    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+        """`SGAMStore.versions` (every version, whatever the view's instant), refused
+        for a tenant other than a tenant view's own, so `viz` can draw from a view."""
+        if self.scope.tenant is not None and tenant_id != self.scope.tenant:
+            raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
+        return self.store.versions(tenant_id, subject, attribute)
 
     # -------------------------------------------------------------- tenant translation
 

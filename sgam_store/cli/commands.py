@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import Progress
 
+from sgam_store.cli.changes import add_changes_command
+from sgam_store.cli.ui import add_ui_command
 from sgam_store.core import analysis
 from sgam_store.core.errors import EpisodeNotFoundError, SGAMError
 from sgam_store.core.models import Fact, MemoryFact
@@ -919,6 +921,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_inspection_commands(sub)
     add_read_commands(sub)
     add_lifecycle_commands(sub)
+    add_ui_command(sub)
+    add_changes_command(sub)
     return parser
 
 

@@ -128,6 +128,8 @@ STATEMENTS: dict[str, frozenset[str]] = {
         {"enqueue", "queued", "dequeue", "record", "by_id", "touching", "mark_undone"}
     ),
     "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
+    # The change feed, and every version of a key (believed or retired) for its picture.
+    "changes": frozenset({"feed", "key_versions"}),
 }
 
 
@@ -178,6 +180,7 @@ class Engine(Protocol):
     stats: Any
     supersession: Any
     transfer: Any
+    changes: Any
 
     def setup(self) -> None:
         """Create or upgrade the schema: idempotent, safe from several processes."""

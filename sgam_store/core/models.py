@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -228,6 +228,42 @@ class Fact(BaseModel):
     @property
     def is_open(self) -> bool:
         return self.valid_to is None
+
+
+ChangeKind = Literal["new", "superseded", "closed", "expired", "revised", "erased"]
+
+
+class Change(BaseModel):
+    """One entry of the change feed (`SGAMStore.changes`): a version the store wrote, or
+    withdrew, at transaction time `at`, and what that did to the fact.
+
+    Kinds: "new" a fact's first version; "superseded" it was closed (or withdrawn) because
+    a fact written at the same instant replaced it (`supersedes_fact_id` points back);
+    "closed" a delete ended it; "expired" its TTL ended it; "revised" a version that
+    changed the fact but not its interval (a schema backfill, an undone review's link).
+    "erased" is reserved: a purge removes rows and keeps no record of them yet, so the
+    feed cannot report one. Times are the store's fixed-width UTC text.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ChangeKind
+    at: str = Field(description="Transaction time of the change.")
+    tenant_id: str
+    subject: str
+    attribute: str
+    namespace: tuple[str, ...]
+    fact_id: int
+    row_id: int = Field(description="The version row the change is about.")
+    value: Any
+    valid_from: str = Field(description="The fact's valid interval after the change.")
+    valid_to: str | None
+    supersedes_fact_id: int | None
+    superseded_by_fact_id: int | None = Field(
+        default=None, description='The fact that replaced it (kind "superseded").'
+    )
+    source_episode_id: str
+    decided_by: str | None = None
 
 
 @dataclass

@@ -26,6 +26,7 @@ from sgam_store.core.errors import StoreBusyError
 from sgam_store.engines.postgres import (
     backfill,
     candidates,
+    changes,
     connection,
     episodes,
     erasure,
@@ -93,6 +94,7 @@ class PostgresEngine:
     erasure = erasure
     stats = stats
     transfer = transfer  # whole-store export and import (sgam copy)
+    changes = changes  # the change feed and a key's every version
     filters = filters
 
     def __init__(

@@ -220,7 +220,15 @@ TSV_COLUMN = (
 )
 TSV_INDEX = "CREATE INDEX fact_keywords_tsv ON fact_keywords USING gin (tsv)"
 
-MIGRATIONS: list[list[str]] = [V1, V2, V3]
+# V4: the change feed (see the SQLite engine's V7).
+V4 = [
+    "CREATE INDEX facts_changes ON facts (tenant_id, known_from)",
+    "CREATE INDEX facts_withdrawn ON facts (tenant_id, known_to) WHERE known_to IS NOT NULL",
+    """CREATE INDEX facts_superseders ON facts (supersedes_fact_id, known_from)
+       WHERE supersedes_fact_id IS NOT NULL""",
+]
+
+MIGRATIONS: list[list[str]] = [V1, V2, V3, V4]
 LATEST = len(MIGRATIONS)
 
 

@@ -19,6 +19,7 @@ from sgam_store.core.errors import StoreBusyError
 from sgam_store.engines.sqlite import (
     backfill,
     candidates,
+    changes,
     connection,
     episodes,
     erasure,
@@ -73,6 +74,7 @@ class SQLiteEngine:
     erasure = erasure
     stats = stats
     transfer = transfer  # whole-store export and import (sgam copy)
+    changes = changes  # the change feed and a key's every version
     filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
     def __init__(

@@ -311,7 +311,18 @@ def _keyword_source(conn: Any) -> None:
 
 V6: list[str | Callable[[Any], None]] = [_keyword_source]
 
-MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6]
+# V7: the change feed (`engines/sqlite/changes.py`) reads a tenant's versions by when they
+# were written and when they were withdrawn, newest first, and stops at its page; it
+# finds what superseded a version by its link (only corrections carry one).
+V7: list[str | Callable[[Any], None]] = [
+    "CREATE INDEX facts_changes ON facts (tenant_id, known_from)",
+    """CREATE INDEX facts_withdrawn ON facts (tenant_id, known_to)
+       WHERE known_to IS NOT NULL""",
+    """CREATE INDEX facts_superseders ON facts (supersedes_fact_id, known_from)
+       WHERE supersedes_fact_id IS NOT NULL""",
+]
+
+MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7]
 LATEST = len(MIGRATIONS)
 
 

@@ -1,0 +1,74 @@
+"""`sgam changes`: the change feed (`SGAMStore.changes`), newest first.
+
+sgam changes --db memory.db --since 2026-06-01T00:00:00Z [--until ...] [--tenant T]
+             [--limit N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from sgam_store.core.models import Change
+
+
+def add_changes_command(sub: Any) -> None:
+    parser = sub.add_parser("changes", help="what the store wrote since an instant (changes)")
+    parser.add_argument(
+        "--db", required=True, help="an existing database file, or a PostgreSQL URI"
+    )
+    parser.add_argument("--since", required=True, help="transaction time, inclusive (with offset)")
+    parser.add_argument("--until", help="transaction time, exclusive (default: no bound)")
+    parser.add_argument("--tenant", help="one tenant's changes only (default: every tenant)")
+    parser.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=cmd_changes)
+
+
+def cmd_changes(args: argparse.Namespace) -> int:
+    from sgam_store.cli.commands import existing_store  # it registers this command
+
+    with existing_store(args.db) as store:
+        feed = store.changes(args.since, tenant_id=args.tenant, until=args.until, limit=args.limit)
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in feed], indent=2, ensure_ascii=False))
+        return 0
+    if not feed:
+        print(
+            f"no changes since {args.since}" + (f" for tenant {args.tenant}" if args.tenant else "")
+        )
+        return 0
+    Console().print(changes_table(feed))
+    return 0
+
+
+def changes_table(feed: list[Change]) -> Table:
+    """The feed as a table, one row per change, newest first."""
+    table = Table(title="changes, newest first")
+    table.add_column("at (UTC)", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    for column in ("key", "value", "valid", "fact", "source"):
+        table.add_column(column, overflow="fold")
+    for c in feed:
+        key = f"{c.subject}.{c.attribute}" if c.subject else c.attribute
+        value = c.value if isinstance(c.value, str) else json.dumps(c.value, ensure_ascii=False)
+        link = f" ← #{c.supersedes_fact_id}" if c.supersedes_fact_id else ""
+        link += f" → #{c.superseded_by_fact_id}" if c.superseded_by_fact_id else ""
+        table.add_row(
+            c.at[:19].replace("T", " "),
+            c.kind,
+            f"{c.tenant_id}/{key}",
+            value,
+            f"{_short(c.valid_from)} → {_short(c.valid_to) if c.valid_to else 'open'}",
+            f"#{c.fact_id}{link}",
+            c.source_episode_id,
+        )
+    return table
+
+
+def _short(instant: str) -> str:
+    return instant[:16].replace("T", " ")

@@ -1,0 +1,444 @@
+"""The inspector's pages as small classes over the library's public API (Datasette's
+layout): each builds one dict, which the app renders as HTML or returns as JSON.
+
+A page reads only what it shows: listings page the store's own listing (namespaces
+never read values; keys read one page of values), counts come from `stats()` and from
+namespace listings, and every read goes through a `for_tenant` view or names the tenant
+the app allows, so a confined app cannot show another tenant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sgam_store import Episode, EpisodeNotFoundError, Fact
+from sgam_store.managers.supersession import pending_reviews
+from sgam_store.ui.params import (
+    MAX_PER_PAGE,
+    BadParameter,
+    Paging,
+    When,
+    instant,
+    number,
+    text,
+)
+from sgam_store.viz import timeline_svg
+
+if TYPE_CHECKING:
+    from sgam_store.store import SGAMStore
+
+SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
+EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
+DECISION_FACTS = 500  # the review page looks up decisions of at most this many facts
+
+
+class NotFound(LookupError):
+    """Nothing to show at this address (or it belongs to a tenant the app hides)."""
+
+
+@dataclass(frozen=True)
+class Inspector:
+    """What every page reads through: the store, the one tenant a confined app shows,
+    and whether writes (undo) are enabled."""
+
+    store: SGAMStore
+    tenant: str | None = None
+    allow_writes: bool = False
+
+    def tenant_of(self, query: Mapping[str, str]) -> str:
+        """The page's tenant; another than the confined one does not exist here."""
+        tenant = text(query, "tenant", required=True)
+        if self.tenant is not None and tenant != self.tenant:
+            raise NotFound(f"no tenant {tenant!r}")
+        try:
+            return self.store.layout.check_tenant(tenant)
+        except ValueError as exc:
+            raise BadParameter(f"tenant: {exc}") from None
+
+    def view(self, tenant: str, when: When) -> Any:
+        """The tenant's BaseStore view, answering at `when`."""
+        view = self.store.for_tenant(tenant)
+        if when.now:
+            return view
+        return view.as_of(when.valid_at or datetime.now(UTC), when.known_at)
+
+    def subject_of(self, tenant: str, relative: Sequence[str]) -> str:
+        """The subject a tenant view's namespace stands for."""
+        layout = self.store.layout
+        return layout.split(layout.absolute(tenant, relative))[1]
+
+    def relative_of(self, tenant: str, subject: str) -> tuple[str, ...]:
+        """A subject's namespace as the tenant's view names it; "" is the whole tenant."""
+        if not subject:
+            return ()
+        layout = self.store.layout
+        return layout.relative(layout.fact_namespace(tenant, subject))
+
+    def tenants(self, when: When) -> list[str]:
+        """Every tenant with facts visible at `when` (namespace labels only)."""
+        if self.tenant is not None:
+            return [self.tenant]
+        store = (
+            self.store
+            if when.now
+            else self.store.as_of(when.valid_at or datetime.now(UTC), when.known_at)
+        )
+        depth = self.store.tenant_at + 1
+        found = store.list_namespaces(max_depth=depth, limit=2**62)
+        return sorted({ns[depth - 1] for ns in found if len(ns) == depth})
+
+
+def shown(value: Any) -> str:
+    """A value as one line of text: strings as they are, anything else as JSON."""
+    if isinstance(value, dict) and set(value) == {"value"}:
+        value = value["value"]
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC time as the rest of the pages show it (pydantic's JSON form: a Z suffix)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def fact_json(fact: Fact) -> dict[str, Any]:
+    return fact.model_dump(mode="json")
+
+
+def page_slice(names: list[str], paging: Paging) -> dict[str, Any]:
+    """One page of an in-memory list of names (namespace labels, never values)."""
+    rows = names[paging.offset : paging.offset + paging.per_page]
+    return {"rows": rows, "total": len(names), "has_next": paging.offset + len(rows) < len(names)}
+
+
+class Page:
+    """A page: `data()` is its JSON form and its template's context."""
+
+    template: ClassVar[str]
+    title: ClassVar[str]
+
+    def __init__(self, app: Inspector, query: Mapping[str, str]) -> None:
+        self.app = app
+        self.query = query
+        self.when = When.of(query)
+
+    def data(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class TenantsPage(Page):
+    template = "tenants.html"
+    title = "Tenants"
+
+    def data(self) -> dict[str, Any]:
+        paging = Paging.of(self.query)
+        needle = text(self.query, "filter")
+        names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
+        page = page_slice(names, paging)
+        rows = [
+            {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
+            for t in page["rows"]
+        ]
+        totals = self.app.store.stats()["rows"]
+        return {
+            **page,
+            "rows": rows,
+            "filter": needle,
+            "paging": vars(paging),
+            "totals": {k: totals.get(k) for k in ("tenants", "current_facts", "episodes")},
+        }
+
+
+class SubjectsPage(Page):
+    template = "subjects.html"
+    title = "Subjects"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        paging = Paging.of(self.query)
+        needle = text(self.query, "filter")
+        listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
+        subjects = (self.app.subject_of(tenant, ns) for ns in listed)
+        names = [s for s in subjects if needle.lower() in s.lower()]
+        return {
+            "tenant": tenant,
+            "filter": needle,
+            "paging": vars(paging),
+            **page_slice(names, paging),
+        }
+
+
+class KeysPage(Page):
+    """A subject's keys and current values: one page of the store's own listing (plus
+    one item, to know a next page exists); a filter scans a bounded number of pages."""
+
+    template = "keys.html"
+    title = "Keys"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        subject = text(self.query, "subject")
+        paging = Paging.of(self.query)
+        needle = text(self.query, "filter")
+        view = self.app.view(tenant, self.when)
+        rows, has_next, scanned = self._page(
+            view, self.app.relative_of(tenant, subject), paging, needle
+        )
+        return {
+            "tenant": tenant,
+            "subject": subject,
+            "filter": needle,
+            "paging": vars(paging),
+            "has_next": has_next,
+            "scanned": scanned,
+            "rows": [
+                {
+                    "subject": self.app.subject_of(tenant, item.namespace),
+                    "key": item.key,
+                    "value": shown(item.value),
+                    "valid_from": stamp(item.updated_at),
+                }
+                for item in rows
+            ],
+        }
+
+    @staticmethod
+    def _page(
+        view: Any, prefix: tuple[str, ...], paging: Paging, needle: str
+    ) -> tuple[list[Any], bool, int]:
+        """The page's items, whether more follow, and how many items were read."""
+        if not needle:
+            found = view.search(prefix, limit=paging.per_page + 1, offset=paging.offset)
+            return found[: paging.per_page], len(found) > paging.per_page, len(found)
+        wanted = paging.offset + paging.per_page + 1
+        matched, offset, scanned = [], 0, 0
+        for _ in range(SCAN_PAGES):
+            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset)
+            scanned += len(batch)
+            matched += [item for item in batch if needle.lower() in item.key.lower()]
+            offset += len(batch)
+            if len(matched) >= wanted or len(batch) < MAX_PER_PAGE:
+                break
+        rows = matched[paging.offset : paging.offset + paging.per_page]
+        return rows, len(matched) >= wanted, scanned
+
+
+class KeyPage(Page):
+    """One key: its versions in valid and belief time, each with its provenance."""
+
+    template = "key.html"
+    title = "Key"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        subject = text(self.query, "subject")
+        attribute = text(self.query, "attribute", required=True)
+        store, when = self.app.store, self.when
+        try:
+            versions = store.history(tenant, subject, attribute, known_at=when.known_at)
+            shown_fact = store.fact_at(
+                tenant, subject, attribute, at=when.valid_at, known_at=when.known_at
+            )
+        except ValueError as exc:
+            raise BadParameter(str(exc)) from None
+        if not versions:
+            raise NotFound(f"no key {attribute!r} for subject {subject!r}")
+        by_id = {f.fact_id: f for f in versions}
+        return {
+            "tenant": tenant,
+            "subject": subject,
+            "attribute": attribute,
+            "value": None if shown_fact is None else shown(shown_fact.value),
+            "value_fact_id": None if shown_fact is None else shown_fact.fact_id,
+            "versions": [self._version(tenant, f, by_id) for f in versions],
+            "picture": self._picture(tenant, subject, attribute),
+        }
+
+    def _version(self, tenant: str, fact: Fact, by_id: dict[int, Fact]) -> dict[str, Any]:
+        replaced = by_id.get(fact.supersedes_fact_id or -1)
+        return {
+            **fact_json(fact),
+            "shown_value": shown(fact.value),
+            "source": source_json(self.app.store, fact, tenant),
+            "replaced": None
+            if fact.supersedes_fact_id is None
+            else {
+                "fact_id": fact.supersedes_fact_id,
+                "subject": replaced.subject if replaced else None,
+                "attribute": replaced.attribute if replaced else None,
+            },
+            "decisions": [vars(d) for d in self.app.store.supersession_decisions(fact)],
+        }
+
+    def _picture(self, tenant: str, subject: str, attribute: str) -> str:
+        return timeline_svg(
+            self.app.store.for_tenant(tenant),
+            tenant,
+            subject,
+            attribute,
+            valid_at=self.when.valid_at,
+            known_at=self.when.known_at,
+        )
+
+
+def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
+    """Who said it: the episode's text, speaker and thread, or the external marker; an
+    id naming no recorded episode (never recorded, or erased) is shown as missing."""
+    try:
+        said = store.who_said(fact, tenant_id=tenant)
+    except EpisodeNotFoundError:
+        return {"episode_id": None, "text": None, "kind": "missing"}
+    if isinstance(said, Episode):
+        return {
+            "episode_id": said.episode_id,
+            "text": said.content,
+            "speaker": said.speaker,
+            "thread_id": said.thread_id,
+            "kind": said.source_kind,
+        }
+    return {
+        "episode_id": None,
+        "text": None,
+        "speaker": None,
+        "thread_id": None,
+        "kind": said.kind,
+        "ref": said.ref,
+    }
+
+
+class SearchPage(Page):
+    """The tenant's search, ranked exactly as `search` ranks it (the same call on the
+    same view), with each hit's score and whether it is the key's current version."""
+
+    template = "search.html"
+    title = "Search"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        q = text(self.query, "q")
+        prefix = text(self.query, "prefix")
+        limit = number(self.query, "limit", 10, 1, MAX_PER_PAGE)
+        hits = []
+        if q:
+            view = self.app.view(tenant, self.when)
+            found = view.search(self.app.relative_of(tenant, prefix), query=q, limit=limit)
+            hits = [self._hit(tenant, item) for item in found]
+        return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
+
+    def _hit(self, tenant: str, item: Any) -> dict[str, Any]:
+        subject = self.app.subject_of(tenant, item.namespace)
+        current = self.app.store.fact_at(tenant, subject, item.key)
+        return {
+            "subject": subject,
+            "key": item.key,
+            "value": shown(item.value),
+            "score": item.score,
+            "valid_from": stamp(item.updated_at),
+            "current": current is not None and current.valid_from == item.updated_at,
+        }
+
+
+class ReviewPage(Page):
+    """The supersession queue with the candidates a review would show, and the past
+    decisions with their evidence and reason (undo is a POST, with writes enabled)."""
+
+    template = "review.html"
+    title = "Corrections under review"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        limit = number(self.query, "limit", 50, 1, MAX_PER_PAGE)
+        reviews, _ = pending_reviews(self.app.store, tenant, limit=limit)
+        return {
+            "tenant": tenant,
+            "queue": [
+                {
+                    "new": {**fact_json(r.new), "shown_value": shown(r.new.value)},
+                    "candidates": [
+                        {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
+                        for c in r.candidates
+                    ],
+                }
+                for r in reviews
+            ],
+            "decisions": tenant_decisions(self.app.store, tenant),
+        }
+
+
+def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
+    """The tenant's review decisions, newest first, each with the keys of its two
+    memories: looked up per believed fact (the public API lists no decisions), for at
+    most DECISION_FACTS facts."""
+    facts = {f.fact_id: f for f in store.ledger(tenant)[:DECISION_FACTS]}
+    found: dict[int, Any] = {}
+    for fact in facts.values():
+        for decision in store.supersession_decisions(fact):
+            found[decision.decision_id] = decision
+    newest = sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    return [
+        {**vars(d), "new": _key(facts.get(d.new_fact_id)), "old": _key(facts.get(d.old_fact_id))}
+        for d in newest
+    ]
+
+
+def _key(fact: Fact | None) -> dict[str, str] | None:
+    return None if fact is None else {"subject": fact.subject, "attribute": fact.attribute}
+
+
+class EpisodePage(Page):
+    """An episode's text and every believed fact that cites it; with writes enabled,
+    what `purge_episode` would consider (there is no dry-run API to ask exactly)."""
+
+    template = "episode.html"
+    title = "Episode"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        episode_id = text(self.query, "id", required=True)
+        episode = self.app.store.get_episode(episode_id, tenant_id=tenant)
+        if episode is None:
+            raise NotFound(f"no episode {episode_id!r}")
+        facts = [
+            {**fact_json(f), "shown_value": shown(f.value)}
+            for f in self.app.store.ledger(tenant, known_at=self.when.known_at)
+            if f.source_episode_id == episode_id
+        ]
+        return {
+            "tenant": tenant,
+            "episode": episode.model_dump(mode="json"),
+            "facts": facts,
+            "erasure_preview": self.app.allow_writes,
+        }
+
+
+class ChangesPage(Page):
+    """What changed: the tenant's change feed (`changes`), newest first; "as believed
+    at" ends it there, unless `until` says otherwise."""
+
+    template = "changes.html"
+    title = "What changed"
+
+    def data(self) -> dict[str, Any]:
+        tenant = self.app.tenant_of(self.query)
+        since = instant(self.query, "since") or EPOCH
+        until = instant(self.query, "until") or self.when.known_at  # what was known then
+        limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
+        view = self.app.store.for_tenant(tenant)
+        found = view.changes(since, until=until, limit=limit)
+        rows = [{**c.model_dump(mode="json"), "shown_value": shown(c.value)} for c in found]
+        return {"tenant": tenant, "since": since, "until": until, "limit": limit, "rows": rows}
+
+
+PAGES: dict[str, Callable[[Inspector, Mapping[str, str]], Page]] = {
+    "tenants": TenantsPage,
+    "subjects": SubjectsPage,
+    "keys": KeysPage,
+    "key": KeyPage,
+    "search": SearchPage,
+    "review": ReviewPage,
+    "episode": EpisodePage,
+    "changes": ChangesPage,
+}

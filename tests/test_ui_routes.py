@@ -1,0 +1,409 @@
+"""`sgam ui`'s pages through Starlette's TestClient, on both engines: status codes, the
+JSON twins, the point-in-time parameters, tenant confinement, CSRF refusals, paging
+bounds, and bad parameters (a 400 page, never a 500). The browser tests cover clicks."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+from sgam_store import MemoryFact, SGAMStore
+from sgam_store.managers.supersession import pending_reviews
+from sgam_store.ui import create_app, mask_uri
+from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
+
+ENGINES = ("sqlite", "postgres")  # `target` (the write test) on both engines, as `seeded`
+KEY = {"tenant": "acme", "subject": "mira", "attribute": "passport_deadline"}
+PAGES = {
+    "tenants": {},
+    "subjects": {"tenant": "acme"},
+    "keys": {"tenant": "acme", "subject": "mira"},
+    "key": KEY,
+    "search": {"tenant": "acme", "q": "passport deadline"},
+    "review": {"tenant": "acme"},
+    "changes": {"tenant": "acme", "since": "2000-01-01"},
+    "episode": {"tenant": "acme", "id": "e1"},
+}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def seeded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """(store, review decision id), seeded once per engine for the read-only tests."""
+    if request.param == "sqlite":
+        target = str(tmp_path_factory.mktemp("ui") / "ui.db")
+    else:
+        request.getfixturevalue("pg_server")
+        from tests import pg
+
+        target = pg.fresh_database()
+    with SGAMStore.from_conn_string(target) as store:
+        store.setup()
+        yield store, seed(store)
+
+
+@pytest.fixture
+def client(seeded) -> TestClient:
+    return TestClient(create_app(seeded[0]))
+
+
+def test_every_page_renders_as_html_and_as_json(client: TestClient) -> None:
+    for page, params in PAGES.items():
+        html = client.get(f"/{page}", params=params)
+        assert html.status_code == 200, (page, html.text)
+        assert html.headers["content-type"].startswith("text/html")
+        data = client.get(f"/{page}.json", params=params)
+        assert data.status_code == 200 and data.json()["page"] == page
+        assert client.get(f"/{page}", params={**params, "format": "json"}).json() == data.json()
+    assert client.get("/").status_code == 200
+
+
+def test_the_key_page_lists_the_keys_history_with_provenance(seeded, client) -> None:
+    store, _ = seeded
+    data = client.get("/key.json", params=KEY).json()
+    history = store.history("acme", "mira", "passport_deadline")
+    assert [v["fact_id"] for v in data["versions"]] == [f.fact_id for f in history]
+    assert [v["value"] for v in data["versions"]] == ["2026-08-01", "2026-07-15", "2026-06-30"]
+    e2 = data["versions"][-1]
+    assert e2["replaced"]["fact_id"] == history[1].fact_id
+    assert e2["replaced"]["attribute"] == "passport_deadline"
+    assert e2["source"]["episode_id"] == "e2" and e2["source"]["speaker"] == "mira"
+    assert "June 30" in e2["source"]["text"] or "2026-06-30" in e2["source"]["text"]
+    html = client.get("/key", params=KEY).text
+    assert html.count("<tr data-fact-id=") == len(history)
+
+
+def test_point_in_time_parameters_reanswer_every_page(client: TestClient) -> None:
+    june2 = {"valid_at": "2026-06-02"}
+    assert client.get("/key.json", params={**KEY, **june2}).json()["value"] == "2026-07-15"
+    assert client.get("/key.json", params=KEY).json()["value"] == "2026-06-30"
+    keys = client.get("/keys.json", params={**PAGES["keys"], **june2}).json()["rows"]
+    assert {r["key"]: r["value"] for r in keys}["passport_deadline"] == "2026-07-15"
+    # before anything was recorded, nothing was believed: the key is not there
+    early = {**KEY, "known_at": "2001-01-01T00:00:00Z"}
+    assert client.get("/key.json", params=early).status_code == 404
+    # links keep the point in time
+    html = client.get("/keys", params={**PAGES["keys"], **june2}).text
+    assert "valid_at=2026-06-02T00%3A00%3A00.000000Z" in html
+
+
+def test_search_ranks_as_the_store_does(seeded, client) -> None:
+    store, _ = seeded
+    data = client.get("/search.json", params={**PAGES["search"], "limit": 5}).json()
+    hits = store.for_tenant("acme").search((), query="passport deadline", limit=5)
+    assert [(h["key"], h["score"]) for h in data["hits"]] == [(h.key, h.score) for h in hits]
+    assert data["hits"] and all(h["current"] for h in data["hits"])
+
+
+def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:
+    store, decision_id = seeded
+    [decision] = [
+        d for d in client.get("/review.json", params={"tenant": "acme"}).json()["decisions"]
+    ]
+    assert decision["decision_id"] == decision_id and decision["decision"] == "supersedes"
+    assert decision["reason"] == "restates the answer style" and decision["undone_at"] is None
+    assert decision["old"] == {"subject": "mira", "attribute": "answer_style"}
+    assert decision["evidence"]["new"] == "bullet points, detailed"
+    queue = client.get("/review.json", params={"tenant": "acme"}).json()["queue"]
+    reviews, _ = pending_reviews(store, "acme")
+    assert [(q["new"]["fact_id"], [c["fact_id"] for c in q["candidates"]]) for q in queue] == [
+        (r.new.fact_id, [c.fact.fact_id for c in r.candidates]) for r in reviews
+    ]
+    if store.engine.__class__.__module__.startswith("sgam_store.engines.sqlite"):
+        [queued] = queue  # the put of deadline_note, with the deadline as a candidate
+        assert queued["new"]["attribute"] == "deadline_note"
+        assert "passport_deadline" in [c["attribute"] for c in queued["candidates"]]
+    assert "Undo" not in client.get("/review", params={"tenant": "acme"}).text  # read-only
+
+
+def test_episode_page_lists_the_facts_it_sourced(client: TestClient) -> None:
+    data = client.get("/episode.json", params={"tenant": "acme", "id": "e1"}).json()
+    assert {f["attribute"] for f in data["facts"]} == {"answer_style", "passport_deadline"}
+    assert data["erasure_preview"] is False
+    assert client.get("/episode", params={"tenant": "acme", "id": "g1"}).status_code == 404
+
+
+def test_changes_page_renders_the_feed_newest_first(seeded, client) -> None:
+    store, _ = seeded
+    rows = client.get("/changes.json", params={"tenant": "acme", "limit": 200}).json()["rows"]
+    feed = store.changes("1970-01-01T00:00:00Z", tenant_id="acme", limit=200)
+    assert [(r["kind"], r["fact_id"]) for r in rows] == [(c.kind, c.fact_id) for c in feed]
+    assert {r["kind"] for r in rows} >= {"new", "superseded"}
+    middle = feed[len(feed) // 2].at
+    then = client.get("/changes.json", params={"tenant": "acme", "known_at": middle}).json()
+    assert [r["fact_id"] for r in then["rows"]] == [c.fact_id for c in feed if c.at < middle]
+
+
+def test_a_confined_app_shows_no_other_tenant(seeded) -> None:
+    store, _ = seeded
+    client = TestClient(create_app(store, tenant="acme"), follow_redirects=False)
+    assert client.get("/").headers["location"] == "/subjects?tenant=acme"
+    assert [r["tenant"] for r in client.get("/tenants.json").json()["rows"]] == ["acme"]
+    for page, params in PAGES.items():
+        if "tenant" in params:
+            assert client.get(f"/{page}", params=params).status_code == 200
+            other = client.get(f"/{page}", params={**params, "tenant": "globex"})
+            assert other.status_code == 404, page
+            assert "2026-09-10" not in other.text
+    ghost = {"tenant": "globex", "subject": "mira", "attribute": "passport_deadline"}
+    assert client.get("/key.json", params=ghost).status_code == 404
+    assert client.get("/episode", params={"tenant": "globex", "id": "g1"}).status_code == 404
+    search = client.get("/search.json", params={"tenant": "acme", "q": "2026-09-10 globex"})
+    assert all(h["value"] != "2026-09-10" for h in search.json()["hits"])
+
+
+def csrf_token(client: TestClient, tenant: str) -> str:
+    """The token a writable app puts in its pages (and in their forms)."""
+    page = client.get("/subjects", params={"tenant": tenant}).text
+    return re.search(r'<meta name="csrf-token" content="([^"]+)">', page).group(1)
+
+
+def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
+    with SGAMStore.from_conn_string(target) as store:
+        store.setup()
+        decision_id = seed(store)
+        form = {"tenant": "acme", "decision_id": str(decision_id)}
+        read_only = TestClient(create_app(store))
+        assert read_only.post("/review/undo", data=form).status_code == 403
+        assert "csrf" not in read_only.get("/review", params={"tenant": "acme"}).text
+        client = TestClient(create_app(store, allow_writes=True), follow_redirects=False)
+        token = csrf_token(client, "acme")
+        assert client.get("/review/undo", params={**form, "csrf": token}).status_code == 405
+        assert client.post("/review/undo", data=form).status_code == 403
+        assert client.post("/review/undo", data={**form, "csrf": "x" + token}).status_code == 403
+        other = TestClient(create_app(store, allow_writes=True, tenant="globex"))
+        assert other.post("/review/undo", data={**form, "csrf": token}).status_code == 403
+        theirs = {**form, "csrf": csrf_token(other, "globex")}
+        assert other.post("/review/undo", data=theirs).status_code == 404  # not its tenant
+        assert store.fact_at("acme", "mira", "answer_style") is None  # nothing undone yet
+        preview = client.get("/episode", params={"tenant": "acme", "id": "e1"}).text
+        assert 'id="erasure-preview"' in preview and "no dry run" in preview
+        done = client.post("/review/undo", data={**form, "csrf": token})
+        assert done.status_code == 303
+        assert store.fact_at("acme", "mira", "answer_style").value == "detailed"
+        again = client.post("/review/undo", data={**form, "csrf": token})
+        assert again.status_code == 409  # already undone: a clear refusal, not a 500
+
+
+def test_paging_bounds(client: TestClient) -> None:
+    first = client.get("/tenants.json", params={"per_page": 1}).json()
+    assert len(first["rows"]) == 1 and first["has_next"] and first["total"] == 3
+    pages = [
+        client.get("/tenants.json", params={"per_page": 1, "page": n}).json()["rows"]
+        for n in (1, 2, 3)
+    ]
+    assert sorted(p[0]["tenant"] for p in pages) == sorted(["acme", "globex", HOSTILE_TENANT])
+    beyond = client.get("/tenants.json", params={"per_page": 1, "page": 4}).json()
+    assert beyond["rows"] == [] and not beyond["has_next"]
+    keys = [
+        client.get("/keys.json", params={"tenant": "acme", "per_page": 1, "page": n}).json()
+        for n in range(1, 8)
+    ]
+    listed = [k["rows"][0]["key"] for k in keys if k["rows"]]
+    assert len(listed) == len(set(listed)) >= 4
+    assert [k["has_next"] for k in keys][: len(listed)] == [True] * (len(listed) - 1) + [False]
+    filtered = client.get("/keys.json", params={"tenant": "acme", "filter": "PASSPORT"}).json()
+    assert [r["key"] for r in filtered["rows"]] == ["passport_deadline"]
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [
+        ("tenants", {"page": "0"}),
+        ("tenants", {"page": "-1"}),
+        ("tenants", {"per_page": "0"}),
+        ("tenants", {"per_page": "201"}),
+        ("tenants", {"page": "abc"}),
+        ("tenants", {"page": "1" * 40}),
+        ("tenants", {"valid_at": "yesterday"}),
+        ("tenants", {"valid_at": "2026-06-02T00:00:00"}),  # naive: refused, not guessed
+        ("keys", {"tenant": "acme", "known_at": "2026-13-40"}),
+        ("subjects", {}),
+        ("subjects", {"tenant": ""}),
+        ("subjects", {"tenant": "a.b"}),
+        ("subjects", {"tenant": "x\x00"}),
+        ("key", {"tenant": "acme", "subject": "mira"}),
+        ("key", {**KEY, "attribute": "a" * 600}),
+        ("search", {"tenant": "acme", "q": "x", "limit": "0"}),
+        ("changes", {"tenant": "acme", "since": "nope"}),
+        ("changes", {"tenant": "acme", "limit": "9999"}),
+        ("episode", {"tenant": "acme"}),
+    ],
+)
+def test_bad_parameters_get_a_400_page(client: TestClient, page: str, params: dict) -> None:
+    html = client.get(f"/{page}", params=params)
+    assert html.status_code == 400, html.text
+    assert 'id="error"' in html.text
+    assert client.get(f"/{page}.json", params=params).json()["status"] == 400
+
+
+def test_odd_parameters_never_cause_a_500(client: TestClient) -> None:
+    odd = ["", " ", "%", "../..", "a" * 499, "\u202e", "'", '"', "<", "1e9", "-0", "mira/x"]
+    for page, base in PAGES.items():
+        for name in ("tenant", "subject", "attribute", "q", "prefix", "id", "filter", "since"):
+            for value in odd:
+                status = client.get(f"/{page}", params={**base, name: value}).status_code
+                assert status in (200, 400, 404), (page, name, value, status)
+
+
+def test_stored_values_are_escaped_everywhere(client: TestClient) -> None:
+    pages = [
+        ("/subjects", {"tenant": "acme"}),
+        ("/keys", {"tenant": "acme", "subject": SCRIPT}),
+        ("/key", {"tenant": "acme", "subject": SCRIPT, "attribute": IMG}),
+        ("/episode", {"tenant": "acme", "id": "x-4"}),
+        ("/search", {"tenant": "acme", "q": "alert"}),
+        ("/changes", {"tenant": "acme"}),
+        ("/tenants", {}),
+        ("/subjects", {"tenant": HOSTILE_TENANT}),
+    ]
+    for path, params in pages:
+        html = client.get(path, params=params)
+        assert html.status_code == 200, (path, html.text)
+        assert "<script>alert" not in html.text and "<img src=x" not in html.text
+        assert 'href="javascript:' not in html.text and '"><img' not in html.text
+    episode = client.get(pages[3][0], params=pages[3][1]).text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in episode
+    policy = client.get("/tenants").headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+
+
+def test_a_database_uri_is_shown_with_its_password_masked(seeded) -> None:
+    uri = "postgresql://sgam:s3cret@db.example:5432/memory?sslmode=require"
+    assert mask_uri(uri) == "postgresql://sgam:***@db.example:5432/memory?sslmode=require"
+    assert mask_uri("memory.db") == "memory.db"
+    page = TestClient(create_app(seeded[0], database=uri)).get("/").text
+    assert "s3cret" not in page and "sgam:***@db.example" in page
+
+
+def test_mounted_under_a_path_its_links_stay_under_it(seeded) -> None:
+    outer = Starlette(routes=[Mount("/sgam", create_app(seeded[0]))])
+    client = TestClient(outer)
+    html = client.get("/sgam/tenants").text
+    assert 'href="/sgam/subjects?tenant=acme"' in html
+    assert 'href="/sgam/static/ui.css"' in html
+    assert client.get("/sgam/static/ui.css").status_code == 200
+    assert client.get("/sgam/static/ui.js").status_code == 200
+
+
+def test_sgam_ui_serves_on_loopback_and_warns_off_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "cmd.db")
+    with SGAMStore.from_conn_string(db) as store:
+        store.setup()
+        seed(store)
+    for host, warned in (("127.0.0.1", False), ("0.0.0.0", True)):
+        command = [sys.executable, "-m", "sgam_store.cli", "ui", "--db", db, "--host", host]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            url = re.search(r"http://[^ ]+/", line).group(0)
+            assert url.startswith(f"http://{host}:") and not url.endswith(":0/")
+            probe = url.replace("0.0.0.0", "127.0.0.1")
+            assert httpx.get(probe + "tenants.json", timeout=10).json()["total"] == 3
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=15)
+        assert ("no authentication" in err) is warned
+    missing = subprocess.run(
+        [sys.executable, "-m", "sgam_store.cli", "ui", "--db", str(tmp_path / "none.db")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "no database at" in missing.stderr
+
+
+@pytest.mark.slow
+def test_langgraph_dev_serves_the_inspector_under_sgam(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langgraph.json's http.app: the same pages on the server's port, over the store the
+    graphs and the Store API use (a PUT through the server shows up in the inspector)."""
+    from tests.test_langgraph_server import langgraph_server
+
+    monkeypatch.setenv("SGAM_EMBEDDING", "none")
+    with (
+        langgraph_server(tmp_path, target, {}) as (url, _),
+        httpx.Client(base_url=url, timeout=60) as http,
+    ):
+        item = {"namespace": ["acme", "mira"], "key": "passport_deadline"}
+        assert http.put("/store/items", json={**item, "value": {"value": "2026-06-30"}}).is_success
+        keys = http.get("/sgam/keys.json", params={"tenant": "acme", "subject": "mira"}).json()
+        assert [(r["key"], r["value"]) for r in keys["rows"]] == [
+            ("passport_deadline", "2026-06-30")
+        ]
+        key = {"tenant": "acme", "subject": "mira", "attribute": "passport_deadline"}
+        page = http.get("/sgam/key", params=key)
+        assert page.status_code == 200 and 'class="sgam-timeline"' in page.text
+        assert 'href="/sgam/static/ui.css"' in page.text
+        assert http.get("/sgam/static/ui.css").status_code == 200
+        assert http.get("/sgam/").status_code == 200
+        assert http.get("/sgam/keys", params={"tenant": "acme", "page": "0"}).status_code == 400
+        assert http.post("/sgam/review/undo", data={"tenant": "acme"}).status_code == 403
+        assert http.get("/ok").status_code == 200
+
+
+def test_a_version_citing_no_recorded_episode_still_shows(store: SGAMStore) -> None:
+    """A fact may cite an id no episode was recorded under (or one since erased)."""
+    store.replace_fact(
+        MemoryFact(
+            tenant_id="acme",
+            subject="mira",
+            attribute="visa",
+            value="granted",
+            valid_from="2026-06-01T00:00:00Z",
+            source_episode_id="never-recorded",
+        )
+    )
+    client = TestClient(create_app(store))
+    params = {"tenant": "acme", "subject": "mira", "attribute": "visa"}
+    [version] = client.get("/key.json", params=params).json()["versions"]
+    assert version["source"]["kind"] == "missing"
+    assert "(no recorded episode)" in client.get("/key", params=params).text
+
+
+@pytest.mark.sqlite_only
+def test_with_writes_a_person_records_a_review_decision(store: SGAMStore) -> None:
+    """The queued deadline_note, with passport_deadline among its candidates (SQLite's
+    keyword scores nominate it; the form and its checks are the same on any engine)."""
+    seed(store)
+    [review], _ = pending_reviews(store, "acme")
+    new_id = review.new.fact_id
+    old_ids = [c.fact.fact_id for c in review.candidates]
+    deadline = store.fact_at("acme", "mira", "passport_deadline").fact_id
+    assert deadline in old_ids
+    client = TestClient(create_app(store, allow_writes=True), follow_redirects=False)
+    form = {"tenant": "acme", "new_fact_id": str(new_id), "csrf": csrf_token(client, "acme")}
+    verdicts = {f"verdict_{i}": "supersedes" if i == deadline else "independent" for i in old_ids}
+    assert client.post("/review/decide", data={**form, "csrf": ""}).status_code == 403
+    assert TestClient(create_app(store)).post("/review/decide", data=form).status_code == 403
+    assert client.post("/review/decide", data=form).status_code == 400  # no verdicts
+    maybe = {**form, **verdicts, f"verdict_{deadline}": "maybe"}
+    assert client.post("/review/decide", data=maybe).status_code == 400
+    elsewhere = TestClient(create_app(store, allow_writes=True, tenant="globex"))
+    theirs = {**form, **verdicts, "csrf": csrf_token(elsewhere, "globex")}
+    assert elsewhere.post("/review/decide", data=theirs).status_code == 404  # not its tenant
+    assert client.post("/review/decide", data={**form, "new_fact_id": "1"}).status_code == 404
+    assert store.fact_at("acme", "mira", "passport_deadline").fact_id == deadline  # untouched
+    reason = {"reason": "the note restates the deadline"}
+    done = client.post("/review/decide", data={**form, **verdicts, **reason})
+    assert done.status_code == 303
+    assert store.fact_at("acme", "mira", "passport_deadline") is None  # superseded
+    decisions = client.get("/review.json", params={"tenant": "acme"}).json()
+    assert decisions["queue"] == []
+    recorded = [d for d in decisions["decisions"] if d["new_fact_id"] == new_id]
+    assert {d["old_fact_id"]: d["decision"] for d in recorded} == {
+        i: verdicts[f"verdict_{i}"] for i in old_ids
+    }
+    assert {(d["decided_by"], d["reason"]) for d in recorded} == {
+        ("sgam ui", "the note restates the deadline")
+    }

@@ -138,6 +138,8 @@ def commands(uri: str, tmp: Path) -> list[list[str]]:
         ["copy", "--from", uri, "--to", copied],
         ["copy", "--from", copied, "--to", uri, "--schema", "copied"],
         ["ledger", "--db", uri, "--json"],
+        ["changes", "--db", uri, "--since", "2000-01-01T00:00:00Z"],
+        ["changes", "--db", uri, "--schema", "copied", "--since", "2000-01-01T00:00:00Z"],
         ["stats", "--db", REFUSED],  # and the error line of one that fails
     ]
 

@@ -5,13 +5,17 @@ On the demo's replayed store: every page opens, a click path leads from a tenant
 key, the picture has one bar per believed version and the table matches `history`, the
 "as of" control re-answers, search matches `search`, an undo restores the old value,
 and hostile stored text runs nothing. Any console error or dialog fails the test. The
-PNG files under docs/ that docs/ui.md shows are taken here.
+PNG files under docs/ that docs/ui.md shows are taken here: every run takes them, and
+`SGAM_SCREENSHOTS=1` writes them into docs/ (otherwise into a temporary folder, so a test
+run leaves the work tree clean).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +35,7 @@ from tests.ui_store import HOSTILE_TENANT, IMG, JS_URL, SCRIPT, seed  # noqa: E4
 
 pytestmark = pytest.mark.slow
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+SHOTS = DOCS if os.environ.get("SGAM_SCREENSHOTS") == "1" else Path(tempfile.mkdtemp())
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
     "--headless",
@@ -128,14 +133,14 @@ def test_every_page_opens(page: Any, served: str) -> None:
         assert response.status == 200, path
         assert heading in page.locator("h1").inner_text(), path
     page.goto(served + "/changes?tenant=acme")
-    page.screenshot(path=str(DOCS / "ui-changes.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "ui-changes.png"), full_page=True)
 
 
 def test_click_from_a_tenant_to_a_key_and_read_its_picture(
     page: Any, served: str, seeded: SGAMStore
 ) -> None:
     page.goto(served + "/")
-    page.screenshot(path=str(DOCS / "ui-tenants.png"))
+    page.screenshot(path=str(SHOTS / "ui-tenants.png"))
     page.get_by_role("link", name="acme", exact=True).click()
     page.get_by_role("link", name="mira", exact=True).click()
     page.get_by_role("link", name="passport_deadline", exact=True).click()
@@ -153,7 +158,7 @@ def test_click_from_a_tenant_to_a_key_and_read_its_picture(
         assert cells.nth(0).inner_text() == f"#{fact.fact_id}"
         assert cells.nth(2).inner_text() == fact.value
     assert page.locator("#value").inner_text() == "2026-06-30"
-    page.screenshot(path=str(DOCS / "ui-key.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "ui-key.png"), full_page=True)
 
 
 def test_as_of_june_2_shows_the_value_then(page: Any, served: str) -> None:
@@ -180,7 +185,7 @@ def test_search_hits_are_the_stores(page: Any, served: str, seeded: SGAMStore) -
         cells = rows.nth(i).locator("td")
         assert cells.nth(3).inner_text() == item.key
         assert float(cells.nth(1).inner_text()) == pytest.approx(item.score, abs=5e-5)
-    page.screenshot(path=str(DOCS / "ui-search.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "ui-search.png"), full_page=True)
 
 
 def test_hostile_values_run_nothing(page: Any, served: str) -> None:
@@ -221,7 +226,7 @@ def test_with_writes_an_undo_restores_the_old_value_and_a_review_is_recorded(
             tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else 0)
             tab.on("dialog", lambda d: (errors.append(d.message), d.dismiss()))
             tab.goto(served.url + "/review?tenant=acme")
-            tab.screenshot(path=str(DOCS / "ui-review.png"), full_page=True)
+            tab.screenshot(path=str(SHOTS / "ui-review.png"), full_page=True)
             tab.get_by_role("button", name="Undo").click()
             tab.wait_for_url("**/review?tenant=acme")
             assert "undone" in tab.locator("#decisions").inner_text()

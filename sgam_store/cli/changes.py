@@ -10,10 +10,10 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from sgam_store.core.models import Change
+from sgam_store.harness.render import plain_table
 
 
 def add_changes_command(sub: Any) -> None:
@@ -21,6 +21,7 @@ def add_changes_command(sub: Any) -> None:
     parser.add_argument(
         "--db", required=True, help="an existing database file, or a PostgreSQL URI"
     )
+    parser.add_argument("--schema", default=None, help="PostgreSQL schema (default: public)")
     parser.add_argument("--since", required=True, help="transaction time, inclusive (with offset)")
     parser.add_argument("--until", help="transaction time, exclusive (default: no bound)")
     parser.add_argument("--tenant", help="one tenant's changes only (default: every tenant)")
@@ -30,9 +31,9 @@ def add_changes_command(sub: Any) -> None:
 
 
 def cmd_changes(args: argparse.Namespace) -> int:
-    from sgam_store.cli.commands import existing_store  # it registers this command
+    from sgam_store.cli.commands import console, existing_store  # it registers this command
 
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema) as store:
         feed = store.changes(args.since, tenant_id=args.tenant, until=args.until, limit=args.limit)
     if args.json:
         print(json.dumps([c.model_dump(mode="json") for c in feed], indent=2, ensure_ascii=False))
@@ -42,17 +43,17 @@ def cmd_changes(args: argparse.Namespace) -> int:
             f"no changes since {args.since}" + (f" for tenant {args.tenant}" if args.tenant else "")
         )
         return 0
-    Console().print(changes_table(feed))
+    console.print(changes_table(feed))
     return 0
 
 
 def changes_table(feed: list[Change]) -> Table:
-    """The feed as a table, one row per change, newest first."""
-    table = Table(title="changes, newest first")
-    table.add_column("at (UTC)", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    for column in ("key", "value", "valid", "fact", "source"):
-        table.add_column(column, overflow="fold")
+    """The feed as a table, one row per change, newest first; identities never wrap."""
+    table = plain_table(
+        "changes, newest first",
+        *("at (UTC)", "kind", "key", "value", "valid", "fact", "source"),
+        whole=("at (UTC)", "kind", "key", "fact", "source"),
+    )
     for c in feed:
         key = f"{c.subject}.{c.attribute}" if c.subject else c.attribute
         value = c.value if isinstance(c.value, str) else json.dumps(c.value, ensure_ascii=False)

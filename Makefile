@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench peer peer-pg plain
+.PHONY: demo test lint bench peer peer-pg plain chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,12 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/sgam replay
 
-test: $(VENV)/.installed
+# The browser tests (tests/test_ui_browser.py) drive the system's Chromium through Playwright's
+# Python package; Playwright's own browser download needs the network, Debian's package does not.
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: $(VENV)/.installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q

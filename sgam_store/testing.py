@@ -37,6 +37,18 @@ from sgam_store.core.errors import SGAMError
 from sgam_store.managers.supersession import SupersessionVerdicts
 from sgam_store.write.candidates import MemoryUpdates
 
+__all__ = [
+    "EXTRACT_TOOL",
+    "REVIEW_TOOL",
+    "ScriptExhaustedError",
+    "ScriptedChatModel",
+    "call_tool",
+    "extract",
+    "say",
+    "to_message",
+    "verdicts",
+]
+
 REVIEW_TOOL = SupersessionVerdicts.__name__  # the review's structured output
 EXTRACT_TOOL = MemoryUpdates.__name__  # extraction's structured output
 DECISIONS = ("supersedes", "independent", "duplicate")

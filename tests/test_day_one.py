@@ -8,6 +8,8 @@ keyword search, calibrated scores) and with the bundled MiniLM as the index.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,3 +92,10 @@ def test_the_correction_retires_the_old_deadline_with_minilm() -> None:
         assert 0.3 < outcome["hits"][0].score <= 1  # a cosine similarity
     finally:
         store.close()
+
+
+def test_the_scripted_model_is_not_imported_with_the_package() -> None:
+    """`sgam_store.testing` brings LangChain's model stack: only those who use it pay."""
+    probe = "import sys, sgam_store; print('sgam_store.testing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -15,6 +15,7 @@ import pytest
 
 import sgam_store
 import sgam_store.harness
+import sgam_store.testing
 import sgam_store.tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +55,8 @@ HARNESS = {"Answer", "DescriptionMemory", "Scenario", "Turn", "compare_modes", "
 TOOLS = {"MemoryContext", "MemoryScope", "ScopeError", "consolidation_config", "episode_for",
          "episode_id_for", "memory_tools", "require_store", "resolve_scope", "setting",
          "user_messages"}  # fmt: skip
+TESTING = {"EXTRACT_TOOL", "REVIEW_TOOL", "ScriptExhaustedError", "ScriptedChatModel",
+           "call_tool", "extract", "say", "to_message", "verdicts"}  # fmt: skip
 # Layers below the adapter (sgam_store/store.py, sgam_store/views.py).
 BELOW_ADAPTER = ["core", "engines", "ledger", "read", "write", "lifecycle"]
 
@@ -63,6 +66,7 @@ def test_the_public_api_is_pinned() -> None:
     assert len(sgam_store.__all__) == len(PUBLIC)  # no name listed twice
     assert set(sgam_store.harness.__all__) == HARNESS
     assert set(sgam_store.tools.__all__) == TOOLS
+    assert set(sgam_store.testing.__all__) == TESTING
     for name in PUBLIC:
         assert getattr(sgam_store, name) is not None
     for name in HARNESS:
@@ -87,7 +91,12 @@ OUTSIDE = sorted([*ROOT.glob("graphs/*.py"), *ROOT.glob("benchmarks/*.py")])
 
 @pytest.mark.parametrize("path", OUTSIDE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_graphs_and_benchmarks_use_public_names_only(path: Path) -> None:
-    allowed = {"sgam_store": PUBLIC, "sgam_store.harness": HARNESS, "sgam_store.tools": TOOLS}
+    allowed = {
+        "sgam_store": PUBLIC,
+        "sgam_store.harness": HARNESS,
+        "sgam_store.tools": TOOLS,
+        "sgam_store.testing": TESTING,
+    }
     private = [
         f"{module}.{name}"
         for module, name in _imports(path)

@@ -340,7 +340,7 @@ class StoreMachine(RuleBasedStateMachine):
         }
         assert {(tuple(i.namespace), i.key): i.value for i in got} == expected
         scores = [i.score for i in got]
-        assert all(s is not None and 0 <= s < 1 for s in scores)
+        assert all(s == 1.0 for s in scores)  # calibrated: each hit holds the one word
         assert scores == sorted(scores, reverse=True)
 
     @rule(

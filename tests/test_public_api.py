@@ -15,6 +15,7 @@ import pytest
 
 import sgam_store
 import sgam_store.harness
+import sgam_store.testing
 import sgam_store.tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +57,8 @@ UI = {"create_app", "mask_uri"}  # sgam_store.ui, the `ui` extra: not imported b
 TOOLS = {"MemoryContext", "MemoryScope", "ScopeError", "consolidation_config", "episode_for",
          "episode_id_for", "memory_tools", "require_store", "resolve_scope", "setting",
          "user_messages"}  # fmt: skip
+TESTING = {"EXTRACT_TOOL", "REVIEW_TOOL", "ScriptExhaustedError", "ScriptedChatModel",
+           "call_tool", "extract", "say", "to_message", "verdicts"}  # fmt: skip
 # Layers below the adapter (sgam_store/store.py, sgam_store/views.py).
 BELOW_ADAPTER = ["core", "engines", "ledger", "read", "write", "lifecycle"]
 
@@ -65,6 +68,7 @@ def test_the_public_api_is_pinned() -> None:
     assert len(sgam_store.__all__) == len(PUBLIC)  # no name listed twice
     assert set(sgam_store.harness.__all__) == HARNESS
     assert set(sgam_store.tools.__all__) == TOOLS
+    assert set(sgam_store.testing.__all__) == TESTING
     for name in PUBLIC:
         assert getattr(sgam_store, name) is not None
     for name in HARNESS:
@@ -94,6 +98,7 @@ def test_graphs_and_benchmarks_use_public_names_only(path: Path) -> None:
         "sgam_store.harness": HARNESS,
         "sgam_store.tools": TOOLS,
         "sgam_store.ui": UI,
+        "sgam_store.testing": TESTING,
     }
     private = [
         f"{module}.{name}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -185,3 +186,139 @@ def test_a_subject_ranked_directly_answers_as_the_tenant_wide_ranking(
         assert direct == answers()
         assert filtered == answers(filter={"n": 1})
     assert all(len(a) == 4 for a in direct if mode != "keyword")
+
+
+# ---------------------------------------------------------------- calibrated keyword scores
+
+
+def keyword_hits(store: SGAMStore, query: str, limit: int = 10) -> list[tuple[str, float]]:
+    return [(h.key, h.score) for h in store.search(("acme",), query=query, limit=limit)]
+
+
+@pytest.fixture
+def plain(target: str) -> Iterator[SGAMStore]:
+    """No index: keyword search, as on a plain install."""
+    with SGAMStore.from_conn_string(target) as s:
+        s.setup()
+        yield s
+
+
+def test_an_exact_match_scores_high_in_a_three_memory_store(plain: SGAMStore) -> None:
+    """BM25's weights collapse when a term is in most rows (1.94e-06 here before); the
+    calibrated score does not depend on the other rows."""
+    plain.put(("acme", "a"), "old", {"text": "Alice's passport deadline is 2026-07-15"})
+    plain.put(("acme", "a"), "new", {"text": "Alice's passport deadline moved to 2026-06-30"})
+    plain.put(("acme", "a"), "tea", {"text": "Alice likes green tea"})
+    hits = dict(keyword_hits(plain, "passport deadline"))
+    assert set(hits) == {"old", "new"} and min(hits.values()) >= 0.9
+    own = "Alice's passport deadline moved to 2026-06-30"
+    ranked = keyword_hits(plain, own)
+    assert ranked[0] == ("new", 1.0)  # the query's own text, stored
+    assert dict(ranked)["tea"] < 0.5 * dict(ranked)["old"] < 0.5
+
+
+def test_one_shared_token_scores_low_and_the_same_at_any_store_size(target: str) -> None:
+    """The issue's example: one shared token of the query's six, at 50 and 2,000
+    memories, and against a memory that shares all six."""
+    from langgraph.store.base import PutOp
+
+    query = "Mira's passport deadline moved to June 30"
+    found = {}
+    for size in (50, 2000):
+        with SGAMStore.from_conn_string(target) as s:
+            s.setup()
+            s.batch([PutOp(("acme", "notes"), f"n{i}", {"text": f"note number {i} about "
+                           f"topic {i % 7} and travel plans"}) for i in range(size)])  # fmt: skip
+            s.put(("acme", "mira"), "deadline", {"text": query})
+            hits = dict(keyword_hits(s, query, limit=100))
+            found[size] = (hits.pop("deadline"), hits["n30"], max(hits.values()))
+            s.purge("acme")
+    assert found[50] == found[2000]
+    full, one, best_other = found[50]
+    assert full == 1.0 and one == best_other == pytest.approx(1 / 6)
+
+
+def test_a_memory_sharing_no_term_does_not_appear(plain: SGAMStore) -> None:
+    plain.put(("acme", "a"), "tea", {"text": "Alice likes green tea"})
+    plain.put(("acme", "a"), "dl", {"text": "passport deadline"})
+    assert [k for k, _ in keyword_hits(plain, "passport deadlines")] == ["dl"]
+    assert keyword_hits(plain, "visa office hours") == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_calibration_keeps_the_order_and_never_rises(plain: SGAMStore, seed: int) -> None:
+    """Order: the engine's keyword ranking's, untouched. Score: each hit's share of the
+    query's terms, lowered to the lowest share above it."""
+    rng = random.Random(seed)
+    for n in range(60):
+        plain.put(("acme", f"s{n % 5}"), f"k{n}", {"text": " ".join(rng.sample(WORDS, 4))})
+    query = " ".join(rng.sample(WORDS, 5))
+    hits = plain.search(("acme",), query=query, limit=60)
+    engine = plain.engine
+    with engine.reading() as conn:
+        terms = engine.reads.keyword_terms(conn, query)
+        match = engine.reads.keyword_query(conn, terms, "acme")
+        order = [fid for fid, _ in engine.reads.keyword_hits(conn, match, 100)]
+    ids = [plain.fact_at("acme", h.namespace[1], h.key).fact_id for h in hits]
+    assert ids == [fid for fid in order if fid in set(ids)] and len(ids) == len(order)
+    shares = [len(set(terms) & set(engine_terms(plain, h.value["text"]))) / len(set(terms))
+              for h in hits]  # fmt: skip
+    assert hits and min(shares) > 0  # every hit holds a query term
+    assert [h.score for h in hits] == [min(shares[: i + 1]) for i in range(len(hits))]
+
+
+def engine_terms(store: SGAMStore, text: str) -> list[str]:
+    """`text` analyzed as the store's keyword rows are."""
+    with store.engine.reading() as conn:
+        return store.engine.reads.keyword_terms(conn, text)
+
+
+@pytest.mark.parametrize("size", [50, 2000])
+@pytest.mark.parametrize("weak", ["random", "hashed"])
+def test_hybrid_on_a_weak_embedding_ranks_the_exact_match_above_one_shared_digit(
+    target: str, size: int, weak: str
+) -> None:
+    """Random vectors (an embedding that carries no meaning) or hashed words and
+    trigrams: the memory holding every word of the query still ranks above one that
+    shares a digit, and the score stays a cosine, as today."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+
+    from .conftest import HashEmbeddings
+
+    embed = DeterministicFakeEmbedding(size=16) if weak == "random" else HashEmbeddings(16)
+    index = {"dims": 16, "embed": embed, "fields": ["text"]}
+    query = "Mira's passport deadline is 2026-06-30"
+    with SGAMStore.from_conn_string(target, index=index) as s:
+        s.setup()
+        s.batch([PutOp(("acme", "notes"), f"n{i}", {"text": f"note number {i} about topic "
+                       f"{i % 7} and travel plans"}) for i in range(size)])  # fmt: skip
+        s.put(("acme", "mira"), "deadline", {"text": "Correction: " + query})
+        hits = s.search(("acme",), query=query, limit=size + 1)
+        keys = [h.key for h in hits]
+        assert keys.index("deadline") < keys.index("n30")
+        table = index["embed"]
+        q = table.embed_query(query)
+        own = cosine(q, table.embed_documents(["Correction: " + query])[0])
+        assert hits[keys.index("deadline")].score >= own - 1e-6  # a cosine, as today
+
+
+def score_table() -> list[tuple[str, str, str]]:
+    """The (query, memory, score) rows of docs/read-path.md's keyword-score table."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "read-path.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| ([\d.]+|—) \|$", doc, re.M)
+    assert len(rows) >= 6, "the table of keyword scores moved or changed shape"
+    return rows
+
+
+def test_the_documented_keyword_scores_are_what_search_reports(target: str) -> None:
+    for query, memory, documented in score_table():
+        with SGAMStore.from_conn_string(target) as s:
+            s.setup()
+            s.put(("acme", "x"), "k1", {"text": memory})
+            hits = s.search(("acme",), query=query)
+            found = f"{hits[0].score:.2f}" if hits else "—"
+            assert found == documented, (query, memory)
+            s.purge("acme")

@@ -1,20 +1,20 @@
 """Corrections written as new memories: LangMem's tools and manager write a changed fact
 under a new key; the supersession review retires the old one only when the model says so.
 
-Real `langmem` tools and manager, a real store on every engine; the model is the scripted
-`BaseChatModel` (the only fake).
+Real `langmem` tools and manager, a real store on every engine; the model is the packaged
+scripted `BaseChatModel` (`sgam_store.testing`, the only fake).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from typing import Any
 
 import pytest
 from langmem import create_manage_memory_tool, create_memory_store_manager
 
-from graphs.scripted import ScriptedChatModel, call_tool, say
 from sgam_store import (
     ConflictError,
     InvalidFactError,
@@ -24,6 +24,8 @@ from sgam_store import (
     resolve_supersessions,
 )
 from sgam_store.core.clock import utc_now
+from sgam_store.managers import supersession
+from sgam_store.testing import REVIEW_TOOL, ScriptedChatModel, call_tool, say, verdicts
 
 from .conftest import HashEmbeddings
 
@@ -43,12 +45,6 @@ def mem(target: str) -> Any:
     with SGAMStore.from_conn_string(target, index=index, tenant_at=1) as store:
         store.setup()
         yield store
-
-
-def verdicts(*decisions: tuple[int, str]) -> Any:
-    """The scripted model's structured answer: (candidate number, decision) each."""
-    answer = [{"candidate": n, "decision": d, "reason": f"scripted: {d}"} for n, d in decisions]
-    return call_tool("SupersessionVerdicts", verdicts=answer)
 
 
 def contents(store: SGAMStore, query: str, user: str = "alice") -> list[str]:
@@ -149,7 +145,7 @@ def test_independent_look_alikes_stay_current(mem: SGAMStore) -> None:
 def test_a_model_that_answers_nothing_retires_nothing(mem: SGAMStore) -> None:
     remember(mem, "m1", "Mira's passport deadline is 2026-07-15")
     remember(mem, "m2", "Mira's passport deadline is 2026-06-30")
-    silent = ScriptedChatModel(replies=[call_tool("SupersessionVerdicts", verdicts=[])])
+    silent = ScriptedChatModel(replies=[call_tool(REVIEW_TOOL, verdicts=[])])
     report = resolve_supersessions(mem, silent)
     assert report.reviewed == 1 and report.decisions == []
     assert len(contents(mem, "passport")) == 2
@@ -172,6 +168,92 @@ def test_candidates_come_from_the_same_tenant_and_namespace(mem: SGAMStore) -> N
     report = resolve_supersessions(mem, ScriptedChatModel(replies=[]))
     assert report.reviewed == 0 and report.dismissed == 3
     assert len(mem.search(("memories",), query="passport", limit=10)) == 2
+
+
+# ---------------------------------------------------------------- nominating, never dropping
+
+
+@pytest.fixture
+def plain(target: str) -> Any:
+    """A store with no index, as a plain install opens one: keyword scores only."""
+    with SGAMStore.from_conn_string(target, tenant_at=1) as store:
+        store.setup()
+        yield store
+
+
+def test_a_small_namespace_nominates_every_earlier_memory_without_a_search(
+    plain: SGAMStore,
+) -> None:
+    """A correction that shares no word with the memory it replaces is still put to
+    the model: in a namespace of at most SMALL_NAMESPACE memories all earlier ones are
+    candidates, numbered from 1, newest first."""
+    remember(plain, "m1", "Mira's passport deadline is 2026-07-15")
+    remember(plain, "m2", "Mira likes green tea")
+    remember(plain, "m3", "It moved: June 30 now")
+    decider = ScriptedChatModel(replies=[verdicts("independent"),
+                                         verdicts("independent", "supersedes")])  # fmt: skip
+    report = resolve_supersessions(plain, decider, tenant_id="alice")
+    assert report.reviewed == 2
+    assert report.dismissals == [supersession.Dismissal(_fid(plain, "m1"), supersession.ALONE)]
+    listed = decider.prompts[1][-1].content
+    assert listed.index("1. 'Mira likes green tea'") < listed.index("2. \"Mira's passport")
+    (done,) = report.superseded
+    assert done.old_fact_id == _fid(plain, "m1")
+    assert done.score is None  # nominated without a search
+    assert contents(plain, "passport deadline tea June") == [
+        "It moved: June 30 now",
+        "Mira likes green tea",
+    ]
+
+
+def test_a_large_namespace_nominates_by_calibrated_score(plain: SGAMStore) -> None:
+    """Above SMALL_NAMESPACE memories, search nominates: the keyword score is calibrated,
+    so a plain store's near-copy clears MIN_SCORE and unrelated memories do not."""
+    for n in range(supersession.SMALL_NAMESPACE):
+        remember(plain, f"n{n:02d}", f"note number {n} about topic {n % 3} and travel plans")
+    remember(plain, "old", "Mira's passport deadline is 2026-07-15")
+    _dequeue_all(plain)
+    remember(plain, "new", "Correction: Mira's passport deadline moved to 2026-06-30")
+    remember(plain, "odd", "Zebra crossings glow purple")
+    decider = ScriptedChatModel(replies=[verdicts("supersedes")])
+    report = resolve_supersessions(plain, decider, tenant_id="alice")
+    assert report.dismissals == [
+        supersession.Dismissal(_fid(plain, "odd"), supersession.BELOW_CUTOFF)
+    ]
+    (done,) = report.superseded
+    assert done.old_fact_id == _fid(plain, "old")
+    assert done.score is not None and done.score >= supersession.MIN_SCORE
+    assert "note number" not in decider.prompts[0][-1].content  # one candidate listed
+
+
+def test_dismissals_say_why_and_are_logged(
+    plain: SGAMStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    remember(plain, "m1", "Mira's passport deadline is 2026-07-15")
+    remember(plain, "gone", "a memory deleted before the review")
+    plain.delete(("memories", "alice"), "gone")
+    with caplog.at_level(logging.INFO, logger=supersession.__name__):
+        report = resolve_supersessions(plain, ScriptedChatModel(replies=[]), tenant_id="alice")
+    reasons = {d.fact_id: d.reason for d in report.dismissals}
+    assert reasons == {
+        _fid(plain, "m1"): supersession.ALONE,
+        _fid(plain, "gone"): supersession.NOT_CURRENT,
+    }
+    assert report.dismissed == 2 and report.reviewed == 0 and report.decisions == []
+    (record,) = [r for r in caplog.records if r.name == supersession.__name__]
+    assert record.levelno == logging.INFO and "dismissed 2" in record.getMessage()
+    assert supersession.NOT_CURRENT in record.getMessage()
+
+
+def _fid(store: SGAMStore, key: str) -> int:
+    """The fact id of alice's memory `key`, current or closed since."""
+    return store.history("alice", "memories", key)[0].fact_id
+
+
+def _dequeue_all(store: SGAMStore) -> None:
+    """Review what is queued so far with a model that is never asked (all dismissed)."""
+    resolve_supersessions(store, ScriptedChatModel(replies=[verdicts(
+        *["independent"] * supersession.SMALL_NAMESPACE)] * 40))  # fmt: skip
 
 
 # ---------------------------------------------------------------- undo, history intact

@@ -64,6 +64,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "keyword_terms",
             "keyword_query",
             "keyword_hits",
+            "keyword_coverage",
         }
     ),
     # Keyword and vector rows; the keyword language the rows are analyzed in.

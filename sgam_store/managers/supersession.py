@@ -5,40 +5,58 @@ old value stays current and search returns both (the stale answer SGAM exists to
 prevent). Each put of a new key is queued (`SGAMStore(review_new_keys=True)`, the
 default). This review, run off the hot path:
 
-1. finds the queued memory's likely predecessors: current memories of the same tenant and
-   namespace (the subject), close to it by the store's own search (vector and keyword);
+1. finds the queued memory's likely predecessors among the current memories of the same
+   tenant and namespace (the subject) that began before it: all of them when the
+   namespace holds at most SMALL_NAMESPACE memories (a user's few LangMem memories, where
+   a search would only risk a miss), else the CANDIDATES closest by the store's own
+   search whose calibrated score reaches MIN_SCORE;
 2. shows the model the new memory, each candidate and their sources, and asks, in
    structured output, "supersedes", "independent" or "duplicate" for each;
 3. records every answer with its evidence; only "supersedes" closes the old memory, at
    the new one's valid_from, and links the two (`write/supersession.py`).
 
 Similarity only nominates: two people's passport deadlines look alike and stay two facts
-unless the model says one replaces the other. A wrong decision is undone with
+unless the model says one replaces the other. A memory with no candidate leaves the
+queue without a model call, and `ReviewReport.dismissals` says why (logged at INFO):
+nothing is dropped silently. A wrong decision is undone with
 `SGAMStore.undo_supersession`, history intact. Until the review runs, search returns both
 memories, as any store would.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
+from sgam_store import ledger
 from sgam_store.core import namespaces
 from sgam_store.core.models import Fact, SupersessionDecision
 from sgam_store.write.supersession import Verdict, dismiss
 
 if TYPE_CHECKING:
+    # Typing only: the model stack is imported when a review asks a model, so that
+    # `import sgam_store` stays light.
+    from langchain_core.language_models import BaseChatModel
+
     from sgam_store.store import SGAMStore
 
-CANDIDATES = 3  # likely predecessors shown to the model per new memory
-MIN_SCORE = 0.3  # below this search score a memory is not nominated
+log = logging.getLogger(__name__)
+
+SMALL_NAMESPACE = 20  # up to this many current memories, every earlier one is a candidate
+CANDIDATES = 3  # likely predecessors shown to the model, in a larger namespace
+MIN_SCORE = 0.3  # below this search score a memory is not nominated (larger namespaces)
 BATCH = 50  # queued memories reviewed per run
+
+# Why a queued memory left the queue without a model call (`Dismissal.reason`).
+ALONE = "no other memory in its namespace"  # none current that began before it
+NOT_CURRENT = "no longer current"
+BELOW_CUTOFF = "nothing scored above the cut-off"
 
 INSTRUCTIONS = """\
 You review a user's long-term memory. A new memory was just saved. For each existing \
@@ -68,10 +86,11 @@ class SupersessionVerdicts(BaseModel):
 
 @dataclass(frozen=True)
 class Candidate:
-    """A current memory the new one may restate, and how close search found it."""
+    """A current memory the new one may restate, and how close search found it (None:
+    nominated without a search, in a small namespace)."""
 
     fact: Fact
-    score: float
+    score: float | None
 
 
 @dataclass(frozen=True)
@@ -82,13 +101,24 @@ class Review:
     candidates: list[Candidate]
 
 
+@dataclass(frozen=True)
+class Dismissal:
+    """A queued memory that left the queue with no model call, and why: ALONE,
+    NOT_CURRENT or BELOW_CUTOFF."""
+
+    fact_id: int
+    reason: str
+
+
 @dataclass
 class ReviewReport:
-    """What a review run did."""
+    """What a review run did: memories reviewed by the model, memories dismissed without
+    one (`dismissals` says why, one per memory), and the decisions recorded."""
 
     reviewed: int = 0
-    dismissed: int = 0  # nothing resembled them, or they were no longer current
+    dismissed: int = 0  # len(dismissals)
     decisions: list[SupersessionDecision] = field(default_factory=list)
+    dismissals: list[Dismissal] = field(default_factory=list)
 
     @property
     def superseded(self) -> list[SupersessionDecision]:
@@ -110,8 +140,22 @@ def memory_text(value: Any) -> str:
 def likely_predecessors(
     store: SGAMStore, new: Fact, *, limit: int = CANDIDATES, min_score: float = MIN_SCORE
 ) -> list[Candidate]:
-    """Current memories of the new one's tenant and namespace, other keys, that started
-    before it, ranked by the store's search for the new memory's text."""
+    """Current memories of the new one's tenant and namespace, other keys, that began
+    before it: all of them, newest first, in a namespace of at most SMALL_NAMESPACE
+    memories; else up to `limit` ranked by the store's search for the new memory's text,
+    each scoring at least `min_score`."""
+    return _nominate(store, new, limit, min_score)[0]
+
+
+def _nominate(
+    store: SGAMStore, new: Fact, limit: int = CANDIDATES, min_score: float = MIN_SCORE
+) -> tuple[list[Candidate], str]:
+    """`likely_predecessors`, and the dismissal reason should there be none."""
+    members = _namespace_members(store, new)
+    if members is not None:
+        earlier = [f for f in members if _precedes(f, new)]
+        earlier.sort(key=lambda f: (f.valid_from, f.fact_id), reverse=True)
+        return [Candidate(f, None) for f in earlier], ALONE
     relative = store.layout.relative(new.namespace)
     view = store.for_tenant(new.tenant_id)
     hits = view.search(relative, query=memory_text(new.value), limit=limit + 5)
@@ -122,16 +166,34 @@ def likely_predecessors(
         if hit.score is not None and hit.score < min_score:
             continue
         old = store.fact_at(new.tenant_id, new.subject, hit.key)
-        if old is not None and old.valid_from < new.valid_from:
+        if old is not None and _precedes(old, new):
             found.append(Candidate(old, float(hit.score or 0.0)))
-    return found[:limit]
+    return found[:limit], BELOW_CUTOFF
+
+
+def _precedes(old: Fact, new: Fact) -> bool:
+    """Whether `old` is another key's memory that began before `new` (only such a memory
+    can be superseded by it)."""
+    return old.attribute != new.attribute and old.valid_from < new.valid_from
+
+
+def _namespace_members(store: SGAMStore, new: Fact) -> list[Fact] | None:
+    """The current memories of the new one's namespace (its subject), or None when there
+    are more than SMALL_NAMESPACE."""
+    with store.engine.reading() as conn:
+        rows = store.engine.reads.structured_state(
+            conn, None, None, new.tenant_id, [new.subject], None, None, SMALL_NAMESPACE + 1
+        )
+    if len(rows) > SMALL_NAMESPACE:
+        return None
+    return [ledger.row_to_fact(r) for r in rows]
 
 
 def pending_reviews(
     store: SGAMStore, tenant_id: str | None = None, *, limit: int = BATCH
-) -> tuple[list[Review], list[int]]:
-    """The queued memories with their candidates, and the queued ids with nothing to
-    decide (no longer current, or nothing like them)."""
+) -> tuple[list[Review], list[Dismissal]]:
+    """The queued memories with their candidates, and those with nothing to decide, each
+    with the reason (no longer current, alone in its namespace, nothing close enough)."""
     store.engine.ensure_ready()
     with store.engine.reading() as conn:
         queued = store.engine.supersession.queued(conn, tenant_id, limit)
@@ -139,11 +201,14 @@ def pending_reviews(
     reviews, idle = [], []
     for (fact_id, _), row in zip(queued, rows, strict=True):
         new = _current(store, row) if row is not None else None
-        candidates = likely_predecessors(store, new) if new and new.fact_id == fact_id else []
-        if new is not None and candidates:
+        if new is None or new.fact_id != fact_id:
+            idle.append(Dismissal(fact_id, NOT_CURRENT))
+            continue
+        candidates, reason = _nominate(store, new)
+        if candidates:
             reviews.append(Review(new, candidates))
         else:
-            idle.append(fact_id)
+            idle.append(Dismissal(fact_id, reason))
     return reviews, idle
 
 
@@ -188,9 +253,17 @@ def resolve_supersessions(
     """Review up to `limit` queued memories (of one tenant, or any): decide, record,
     apply. Idempotent: a reviewed memory leaves the queue. `model` may be a function
     that returns one, called only when some memory has candidates to decide on."""
+    from langchain_core.language_models import BaseChatModel
+
     reviews, idle = pending_reviews(store, tenant_id, limit=limit)
-    report = ReviewReport(reviewed=len(reviews), dismissed=len(idle))
-    dismiss(store.facts, idle)
+    report = ReviewReport(reviewed=len(reviews), dismissed=len(idle), dismissals=idle)
+    dismiss(store.facts, [d.fact_id for d in idle])
+    if idle:
+        log.info(
+            "supersession review dismissed %d memories without a model call: %s",
+            len(idle),
+            "; ".join(f"fact {d.fact_id}: {d.reason}" for d in idle),
+        )
     if not reviews:
         return report
     llm = model if isinstance(model, BaseChatModel) else model()

@@ -107,7 +107,22 @@ class Ranker:
     ) -> Ranked:
         """Order by the configured retrieval mode. The score never rises with rank: the
         cosine similarity when vectors exist (in hybrid mode on the fused order, see
-        `similarity_scores`), else the normalized BM25 score."""
+        `similarity_scores`), else the calibrated keyword score (`search.calibrated`)."""
+        ranked, keyword_only = self._order(conn, scope, op, query_vec, retrieval)
+        if keyword_only:
+            return search.calibrated(self._engine, conn, op.query or "", ranked)
+        return ranked
+
+    def _order(
+        self,
+        conn: Any,
+        scope: Scope,
+        op: SearchOp,
+        query_vec: bytes | None,
+        retrieval: RetrievalConfig,
+    ) -> tuple[Ranked, bool]:
+        """The ranking and whether it is keywords' alone (scored by BM25, to be
+        calibrated): keyword mode, no embeddings, or no vectors among the candidates."""
         cfg = retrieval
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
@@ -118,11 +133,12 @@ class Ranker:
             return self._rank_small(conn, scope, op, query_vec if use_vectors else None, cfg, small)
         seen = Candidates(engine, conn, scope, op)
         if not use_vectors:
-            return search.keyword_ranking(engine, conn, scope, op, want, seen)
+            return search.keyword_ranking(engine, conn, scope, op, want, seen), True
         assert query_vec is not None
         if cfg.mode == "vector":
             scan = self._scan(conn, scope, op, query_vec, depth, overlap=False)
-            return search.vector_ranking(engine, conn, scope, op, query_vec, depth, seen, scan())
+            found = search.vector_ranking(engine, conn, scope, op, query_vec, depth, seen, scan())
+            return found, False
         # The keyword query is prepared before the scan starts, so the two threads do not
         # contend for the GIL while both run Python.
         keywords = search.keyword_match(engine, conn, scope, op, self._terms)
@@ -141,7 +157,7 @@ class Ranker:
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
             key=lambda t: -t[1],
         )
-        return fuse(vector, keyword, cosine, cfg)
+        return fuse(vector, keyword, cosine, cfg), not cosine
 
     def _small_scope(self, conn: Any, scope: Scope, op: SearchOp) -> dict[int, int] | None:
         """{fact_id: row_id} of a search scope deeper than its tenant that holds at most
@@ -163,8 +179,8 @@ class Ranker:
         query_vec: bytes | None,
         cfg: RetrievalConfig,
         found: dict[int, int],
-    ) -> Ranked:
-        """`rank` over a small scope's facts, each scored directly: the same signals,
+    ) -> tuple[Ranked, bool]:
+        """`_order` over a small scope's facts, each scored directly: the same signals,
         depths and fusion as the tenant-wide path, with no candidate left to check. Hybrid
         search also drops the query's terms common in the scope (`scope_keyword_match`):
         counting them is a query per term, affordable over a small scope only."""
@@ -182,17 +198,17 @@ class Ranker:
             hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
-            return keyword[:want]
+            return keyword[:want], True
         cosine = self._cosines(conn, scope, ids, query_vec)
         ranked = sorted(cosine.items(), key=lambda kv: (-kv[1], kv[0]))
         vector = [(fid, sim, found[fid]) for fid, sim in ranked]
         if not hybrid:
-            return vector
+            return vector, False
         vector, keyword = vector[: contributed(depth, cfg)], keyword[:depth]
         near = {fid for fid, _, _ in vector}
         extra = [(f, cosine[f], row) for f, _, row in keyword if f not in near and f in cosine]
         vector = sorted(vector + extra, key=lambda t: -t[1])
-        return fuse(vector, keyword, cosine, cfg)
+        return fuse(vector, keyword, cosine, cfg), not cosine
 
     def _cosines(
         self, conn: Any, scope: Scope, fact_ids: list[int], query_vec: bytes

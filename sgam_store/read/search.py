@@ -377,10 +377,35 @@ def keyword_fetch(engine: Any, conn: Any, query: Any) -> Fetch:
     return fetch
 
 
+def calibrated(engine: Any, conn: Any, query: str, ranked: Ranked) -> Ranked:
+    """A keyword ranking, its order kept, scored so a user can put a threshold on it.
+
+    A hit's coverage is the share of the query's distinct terms (analyzed as the rows
+    were: stems, stop words dropped) that its keyword row holds (the engine's
+    `keyword_coverage`). It depends on the query and the memory alone: BM25's weights
+    depend on the whole index (in a 3-row store an exact match scored 2e-06, one shared
+    digit 0.87 among 2,000), so no number meant the same in two stores. BM25 still
+    orders the hits (its rare-term weighting ranks better: benchmarks/README.md), and
+    the score never rises down the list: each hit scores the lowest coverage at or above
+    its rank. So a hit's score is a share of the query it and every hit above it hold,
+    and a threshold keeps the longest prefix of the ranking that holds that share.
+    """
+    if not ranked:
+        return ranked
+    terms = engine.reads.keyword_terms(conn, query)
+    share = engine.reads.keyword_coverage(conn, terms, [fid for fid, _, _ in ranked])
+    out: Ranked = []
+    ceiling = 1.0
+    for fid, _, row in ranked:
+        ceiling = min(ceiling, share.get(fid, 0.0))
+        out.append((fid, ceiling, row))
+    return out
+
+
 def keyword_ranking(
     engine: Any, conn: Any, scope: Scope, op: SearchOp, want: int, seen: Candidates
 ) -> Ranked:
-    """(fact_id, score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
+    """(fact_id, BM25 score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
     match = keyword_match(engine, conn, scope, op, None)
     if match is None:
         return []

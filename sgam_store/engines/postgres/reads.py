@@ -7,8 +7,10 @@ What differs from SQLite, and why:
   LIKE); the tenant a prefix names arrives as `tenant` (the current-facts index leads
   with it).
 - Keywords: `fact_keywords.tsv` with the store's text-search configuration (read from
-  `sgam_meta` inside each statement), ranked by `ts_rank_cd` mapped to r / (1 + r) in
-  [0, 1). That is cover density, not BM25: the order within a query differs from SQLite's.
+  `sgam_meta` inside each statement); a query is parsed by the same configuration into
+  lexemes (`keyword_terms`), matched as they are. Ranked by `ts_rank_cd` mapped to
+  r / (1 + r) in [0, 1). That is cover density, not BM25: the order within a query
+  differs from SQLite's. The score a search reports is `keyword_coverage`, as on SQLite.
   `keyword_frequency` is an exact count through the GIN index.
 - Vectors: pgvector. Current searches walk the HNSW index (current vectors only) with
   iterative scans, so a tenant filter does not starve the page; a small tenant, or one
@@ -20,6 +22,7 @@ What differs from SQLite, and why:
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -355,7 +358,7 @@ def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, 
 
 @dataclass(frozen=True)
 class KeywordQuery:
-    """A to_tsquery text (quoted terms, OR-ed) and the tenant it is confined to (if any)."""
+    """A tsquery text (quoted lexemes, OR-ed) and the tenant it is confined to (if any)."""
 
     tsquery: str
     tenant: str | None = None
@@ -367,7 +370,7 @@ def highest_row_id(conn: Any) -> int:
 
 
 def _quoted(term: str) -> str:
-    """One to_tsquery operand: the term quoted, so no character in it is an operator."""
+    """One tsquery operand: the lexeme quoted, so no character in it is an operator."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
@@ -375,24 +378,46 @@ def keyword_frequency(conn: Any, term: str) -> int:
     """How many keyword rows hold `term` (0 if none): an exact count through the GIN
     index, costly for a common term, so the read layer remembers the counts."""
     return conn.execute(
-        f"SELECT count(*) FROM fact_keywords WHERE tsv @@ to_tsquery({_CONFIG}, %s)",
-        (_quoted(term),),
+        "SELECT count(*) FROM fact_keywords WHERE tsv @@ %s::tsquery", (_quoted(term),)
     ).fetchone()[0]
 
 
 def keyword_terms(conn: Any, text: str) -> list[str]:
-    """A query's words as the text-search configuration wants them: the configuration
-    stems them and drops its stop words inside `to_tsquery`, as `to_tsvector` did for
-    the rows, so a query of stop words alone matches nothing (except under "simple")."""
-    return analysis.query_words(text)
+    """A query's terms: its lexemes, parsed, stemmed and stripped of stop words by the
+    text-search configuration exactly as `to_tsvector` did the rows. Word by word
+    (`to_tsquery` per word) the parser saw "2026-06-30" as "2026", "06", "30" where a row
+    holds "2026", "-06", "-30", so a memory did not match its own text. As on SQLite
+    under "simple", SIMPLE_STOPWORDS are dropped unless nothing else is left. The text is
+    NFC-composed first: the parser reads a decomposed "é" as part of no word it stems."""
+    composed = unicodedata.normalize("NFC", text)
+    lexemes = conn.execute(
+        f"SELECT tsvector_to_array(to_tsvector({_CONFIG}, %s))", (composed,)
+    ).fetchone()[0]
+    return [t for t in lexemes if t not in analysis.SIMPLE_STOPWORDS] or lexemes
 
 
 def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:
-    """The keyword query matching any of `terms`, confined to `tenant` when given; None
-    when nothing can match."""
+    """The keyword query matching any of `terms` (lexemes, taken as they are), confined to
+    `tenant` when given; None when nothing can match."""
     if not terms:
         return None
     return KeywordQuery(" | ".join(map(_quoted, terms)), tenant)
+
+
+def keyword_coverage(conn: Any, terms: list[str], fact_ids: list[int]) -> dict[int, float]:
+    """{fact_id: share of `terms` its keyword row holds} for those of `fact_ids` with one:
+    the calibrated keyword score (`read.search.calibrated`), defined as on SQLite: it
+    depends on the query and the row alone, never on how many rows there are."""
+    wanted = list(dict.fromkeys(terms))
+    if not wanted or not fact_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT k.fact_id, (SELECT count(*) FROM unnest(%s::text[]) AS q(lexeme) "
+        "WHERE q.lexeme = ANY(tsvector_to_array(k.tsv))) FROM fact_keywords k "
+        "WHERE k.fact_id = ANY(%s)",
+        (wanted, list(fact_ids)),
+    ).fetchall()
+    return {fid: held / len(wanted) for fid, held in rows}
 
 
 def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
@@ -400,10 +425,9 @@ def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
     `keyword_hits` scores them, best first."""
     if not fact_ids:
         return []
-    tsquery = f"to_tsquery({_CONFIG}, %s)"
     found = conn.execute(
-        f"SELECT k.fact_id, ts_rank_cd(k.tsv, {tsquery}) AS r FROM fact_keywords k "
-        f"WHERE k.fact_id = ANY(%s) AND k.tsv @@ {tsquery} ORDER BY r DESC, k.fact_id",
+        "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
+        "WHERE k.fact_id = ANY(%s) AND k.tsv @@ %s::tsquery ORDER BY r DESC, k.fact_id",
         (query.tsquery, list(fact_ids), query.tsquery),
     ).fetchall()
     return [(fid, r / (1.0 + r)) for fid, r in found]
@@ -414,9 +438,8 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     score = r / (1 + r) in [0, 1), higher is better. The tsquery is an expression of the
     WHERE clause, not a joined function: joined, the planner filtered a sequential scan
     instead of reading the GIN index (3.4 ms against 0.3 ms for a tenant, measured)."""
-    tsquery = f"to_tsquery({_CONFIG}, %s)"
-    sql = f"SELECT k.fact_id, ts_rank_cd(k.tsv, {tsquery}) AS r FROM fact_keywords k "
-    sql += f"WHERE k.tsv @@ {tsquery}"
+    sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
+    sql += "WHERE k.tsv @@ %s::tsquery"
     params: list[Any] = [query.tsquery, query.tsquery]
     if query.tenant is not None:
         sql, params = sql + " AND k.tenant_id = %s", [*params, query.tenant]

@@ -17,7 +17,13 @@ from typing import Any
 from sgam_store.core import analysis, clock, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.sqlite.filters import filter_sql
-from sgam_store.engines.sqlite.indexing import FACT_MASK, slot_range, stored_language, tenant_slot
+from sgam_store.engines.sqlite.indexing import (
+    FACT_MASK,
+    KEYWORD_ROWIDS,
+    slot_range,
+    stored_language,
+    tenant_slot,
+)
 from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list, visible
 from sgam_store.engines.sqlite.versions import F_COLUMNS
 
@@ -291,6 +297,44 @@ def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
     ).fetchall()
     hits = [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
     return [(fid, score) for fid, score in hits if fid in wanted]
+
+
+def keyword_coverage(conn: Any, terms: list[str], fact_ids: list[int]) -> dict[int, float]:
+    """{fact_id: share of `terms` its keyword row holds} for those of `fact_ids` with one:
+    the calibrated keyword score (`read.search.calibrated`), which depends on the query
+    and the row alone, never on how many rows the index holds.
+
+    Read from the rows' text, not by a MATCH per term: FTS5 seeks each rowid of each
+    term's posting list (3 ms for 5 terms x 20 facts at 200k rows, measured), where the
+    rows themselves cost 0.04 ms. The text is split as the tokenizer splits it
+    (`unicode61 remove_diacritics 2`: letters and digits, lowercased, accents folded),
+    and a term of several tokens (a "simple" query word with '_') must appear as a
+    phrase, as its MATCH would require.
+    """
+    phrases = {p for p in map(_tokens, terms) if p}
+    if not phrases or not fact_ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT k.rowid, k.body FROM fact_fts k WHERE k.rowid IN ({KEYWORD_ROWIDS})",
+        (json.dumps(list(fact_ids)),),
+    ).fetchall()
+    return {
+        rowid & FACT_MASK: sum(_holds(_tokens(body), p) for p in phrases) / len(phrases)
+        for rowid, body in rows
+    }
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    """`text` as the keyword tokenizer splits and folds it."""
+    return tuple(analysis.fold(w) for w in analysis.words(text))
+
+
+def _holds(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
+    """Whether `phrase` occurs in `tokens`, its tokens adjacent and in order."""
+    if len(phrase) == 1:
+        return phrase[0] in tokens
+    n = len(phrase)
+    return any(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
 
 
 @dataclass(frozen=True)

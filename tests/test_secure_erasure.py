@@ -1,0 +1,245 @@
+"""Secure erasure, checked in bytes: after `purge(..., secure_delete=True)` no file the
+database keeps (the file, its WAL, any side file) and no array of the vector mirror holds
+what was erased, while the data that stays is still there, found by the same scan.
+
+Rows are not enough: a deleted row's bytes stay in free pages, in unused space of live
+pages, in old FTS5 segments and in the WAL until something overwrites them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sgam_store import MemoryFact, SGAMStore
+from sgam_store.write.supersession import Verdict
+from tests.conftest import HashEmbeddings
+
+KINDS = ("subject", "key", "episode", "tenant")
+ACME, GLOBEX = "acme", "globex"
+VERSIONS = 40  # of acme/mira's note, and of acme/otto's
+LETTERS = "bcfhjkmnpqrtvwxz"  # no vowels: a stemmer leaves such words as they are
+
+
+def _markers(rng: random.Random, n: int) -> list[str]:
+    """Words found nowhere else. FTS5 stores a term after its neighbour's shared prefix,
+    so the scan looks for each word's last 7 letters (`tail`), not the whole word."""
+    return ["zq" + "".join(rng.choice(LETTERS) for _ in range(10)) for _ in range(n)]
+
+
+def tail(marker: str) -> bytes:
+    return marker[-7:].encode()
+
+
+@dataclass
+class Seeded:
+    """Every marker written, by what it belongs to."""
+
+    note: list[str]  # acme/mira/note, version i, sourced from episode ep{i // 10}
+    tone: list[str]  # acme/mira/tone
+    moved: str  # acme/mira/moved, sourced from ep0, reviewed against a note
+    evidence: str  # quoted in the review decision's evidence
+    episodes: list[str]  # ep0..ep3's text
+    otto: list[str]  # acme/otto/note: the other subject
+    otto_episode: str
+    globex: list[str]  # globex/mira/note: the other tenant
+    globex_episode: str
+    vectors: dict[str, bytes] = field(default_factory=dict)  # marker -> its stored vector
+
+    def erased(self, kind: str) -> list[str]:
+        """The markers a secure purge of this kind must leave nowhere."""
+        return {
+            "subject": [*self.note, *self.tone, self.moved, self.evidence],
+            "key": [*self.note, self.evidence],
+            "episode": [*self.note[:10], self.moved, self.evidence, self.episodes[0]],
+            "tenant": [*self.note, *self.tone, self.moved, self.evidence, *self.episodes,
+                       *self.otto, self.otto_episode],
+        }[kind]  # fmt: skip
+
+    def kept(self, kind: str) -> list[str]:
+        """Markers that must still be there: the scan reads the data that stays."""
+        other_tenant = [*self.globex, self.globex_episode]
+        return {
+            "subject": [*self.otto, *self.episodes, *other_tenant],
+            "key": [*self.tone, self.moved, *self.otto, *self.episodes, *other_tenant],
+            "episode": [*self.note[10:], *self.tone, *self.otto, *self.episodes[1:],
+                        *other_tenant],
+            "tenant": other_tenant,
+        }[kind]  # fmt: skip
+
+
+def _fact(tenant: str, subject: str, attribute: str, text: str, day: int, ep: str) -> MemoryFact:
+    return MemoryFact(
+        tenant_id=tenant, subject=subject, attribute=attribute, value={"text": text},
+        valid_from=f"2026-0{1 + day // 28}-{1 + day % 28:02d}T09:00:00Z", source_episode_id=ep,
+    )  # fmt: skip
+
+
+def seed(store: SGAMStore) -> Seeded:
+    rng = random.Random(29)
+    s = Seeded(
+        note=_markers(rng, VERSIONS), tone=_markers(rng, 5), moved=_markers(rng, 1)[0],
+        evidence=_markers(rng, 1)[0], episodes=_markers(rng, 4), otto=_markers(rng, VERSIONS),
+        otto_episode=_markers(rng, 1)[0], globex=_markers(rng, 10),
+        globex_episode=_markers(rng, 1)[0],
+    )  # fmt: skip
+    for k, word in enumerate(s.episodes):
+        store.record_episode(ACME, f"Mira said {word}", source_kind="user_message",
+                             episode_id=f"ep{k}")  # fmt: skip
+    store.record_episode(ACME, f"Otto said {s.otto_episode}", source_kind="user_message",
+                         episode_id="epo")  # fmt: skip
+    store.record_episode(GLOBEX, f"Mira at globex said {s.globex_episode}",
+                         source_kind="user_message", episode_id="epg")  # fmt: skip
+    for i, word in enumerate(s.note):
+        store.replace_fact(_fact(ACME, "mira", "note", f"{word} note {i}", i, f"ep{i // 10}"))
+    for i, word in enumerate(s.tone):
+        store.replace_fact(_fact(ACME, "mira", "tone", f"{word} tone {i}", i, "ep1"))
+    for i, word in enumerate(s.otto):
+        store.replace_fact(_fact(ACME, "otto", "note", f"{word} note {i}", i, "epo"))
+    for i, word in enumerate(s.globex):
+        store.replace_fact(_fact(GLOBEX, "mira", "note", f"{word} note {i}", i, "epg"))
+    old = store.fact_at(ACME, "mira", "note")
+    new = store.replace_fact(_fact(ACME, "mira", "moved", f"{s.moved} moved", 50, "ep0"))
+    assert old is not None
+    verdict = Verdict(old.fact_id, "independent", "a different thing",
+                      evidence={"quote": f"{s.evidence} said"})  # fmt: skip
+    store.apply_supersession(new.fact_id, [verdict], decided_by="test")
+    return s
+
+
+def _purge(store: SGAMStore, kind: str) -> None:
+    if kind == "subject":
+        store.purge(ACME, "mira", secure_delete=True)
+    elif kind == "key":
+        store.purge(ACME, "mira", "note", secure_delete=True)
+    elif kind == "episode":
+        store.purge_episode(ACME, "ep0", secure_delete=True)
+    else:
+        store.purge(ACME, secure_delete=True)
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    """Every file in the database's directory, as bytes."""
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def copies(files: dict[str, bytes], words: list[str]) -> dict[str, int]:
+    """How many times each word's tail occurs across the files (words found only)."""
+    found = {w: sum(data.count(tail(w)) for data in files.values()) for w in words}
+    return {w: n for w, n in found.items() if n}
+
+
+@pytest.fixture(params=["indexed", "plain"])
+def sqlite_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SGAMStore]:
+    """A store in its own directory, with an index (vectors, a mirror) or without."""
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    path = str(tmp_path / "db" / "m.db")
+    os.makedirs(os.path.dirname(path))
+    with SGAMStore.from_conn_string(
+        path, index=index if request.param == "indexed" else None
+    ) as store:
+        store.setup()
+        yield store
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_secure_purge_leaves_no_byte_of_the_erased_data(sqlite_store: SGAMStore, kind: str) -> None:
+    s = seed(sqlite_store)
+    directory = Path(sqlite_store.conn.execute("PRAGMA database_list").fetchone()[2]).parent
+    _capture_vectors(sqlite_store, s)
+    before = files_of(directory)
+    assert not [w for w in s.erased(kind) if w not in copies(before, s.erased(kind))]
+    _purge(sqlite_store, kind)
+    after = files_of(directory)
+    assert copies(after, s.erased(kind)) == {}, sorted(after)
+    assert set(copies(after, s.kept(kind))) == set(s.kept(kind))
+    blobs = [s.vectors[w] for w in s.erased(kind) if w in s.vectors]
+    left = [b for b in blobs if any(b in data for data in after.values())]
+    assert left == []
+    kept = [s.vectors[w] for w in s.kept(kind) if w in s.vectors]
+    assert all(any(b in data for data in after.values()) for b in kept)
+
+
+def _capture_vectors(store: SGAMStore, s: Seeded) -> None:
+    """Each marker's stored vector, read before the purge (with an index only)."""
+    rows = store.conn.execute(
+        "SELECT json_extract(f.value, '$.text'), v.embedding FROM vector_rows v "
+        "JOIN facts f ON f.fact_id = v.fact_id"
+    ).fetchall()
+    for text, blob in rows:
+        s.vectors[text.split()[0]] = blob
+
+
+# ---------------------------------------------------------------- the int8 mirror
+
+
+def _mirror_files(directory: Path) -> list[int]:
+    """Descriptors of this process's open, unlinked files in `directory`: int8's exact
+    rows (made with O_TMPFILE where the kernel has it, so nameless)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(f"{directory}/") and target.endswith(" (deleted)"):
+            out.append(int(fd))
+    return out
+
+
+def _unit(blob: bytes) -> np.ndarray:
+    v = np.frombuffer(blob, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _best_cosine(rows: np.ndarray, vectors: list[np.ndarray]) -> list[float]:
+    """For each vector, its highest cosine with any row (zero rows score 0)."""
+    norms = np.linalg.norm(rows, axis=1)
+    unit = rows / np.where(norms > 0, norms, 1)[:, None]
+    return [float((unit @ v).max()) if len(unit) else 0.0 for v in vectors]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_secure_purge_scrubs_the_int8_mirror(tmp_path: Path, kind: str) -> None:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    path = str(tmp_path / "m.db")
+    with SGAMStore.from_conn_string(
+        path, index=index, retrieval={"vector_mirror": "int8"}
+    ) as store:
+        store.setup()
+        s = seed(store)
+        _capture_vectors(store, s)
+        assert store.search((ACME,), query="note")  # builds the mirror
+        _purge(store, kind)
+        erased = [_unit(s.vectors[w]) for w in s.erased(kind) if w in s.vectors]
+        current = {
+            text.split()[0]
+            for (text,) in store.conn.execute(
+                "SELECT json_extract(value, '$.text') FROM facts "
+                "WHERE valid_to IS NULL AND known_to IS NULL"
+            )
+        }
+        kept = [_unit(s.vectors[w]) for w in s.kept(kind) if w in s.vectors and w in current]
+        assert kept  # the mirror holds only current vectors: some of those must stay
+        fds = _mirror_files(tmp_path)
+        assert len(fds) == 1
+        raw = os.pread(fds[0], os.fstat(fds[0]).st_size, 0)
+        exact = np.frombuffer(raw, dtype=np.float32).reshape(-1, 64)
+        assert max(_best_cosine(exact, erased)) < 0.99
+        assert min(_best_cosine(exact, kept)) > 0.999  # the file read is the mirror's
+        cache = store._cache
+        assert cache is not None and cache.blocks is not None
+        in_memory = np.concatenate(
+            [b.matrix.astype(np.float32) * b.scale[:, None] for b in cache.blocks.values()]
+        )
+        assert max(_best_cosine(in_memory, erased)) < 0.99
+        assert min(_best_cosine(in_memory, kept)) > 0.99
+        found = store.search((ACME,), query=f"{s.otto[-1]} note", limit=3)
+        if kind != "tenant":
+            assert found and found[0].value["text"].startswith(s.otto[-1])

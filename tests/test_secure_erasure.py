@@ -13,11 +13,13 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from sgam_store import MemoryFact, SGAMStore
+from sgam_store.core.models import PurgeReport
 from sgam_store.write.supersession import Verdict
 from tests.conftest import HashEmbeddings
 
@@ -113,15 +115,14 @@ def seed(store: SGAMStore) -> Seeded:
     return s
 
 
-def _purge(store: SGAMStore, kind: str) -> None:
+def _purge(store: SGAMStore, kind: str) -> PurgeReport:
     if kind == "subject":
-        store.purge(ACME, "mira", secure_delete=True)
-    elif kind == "key":
-        store.purge(ACME, "mira", "note", secure_delete=True)
-    elif kind == "episode":
-        store.purge_episode(ACME, "ep0", secure_delete=True)
-    else:
-        store.purge(ACME, secure_delete=True)
+        return store.purge(ACME, "mira", secure_delete=True)
+    if kind == "key":
+        return store.purge(ACME, "mira", "note", secure_delete=True)
+    if kind == "episode":
+        return store.purge_episode(ACME, "ep0", secure_delete=True)
+    return store.purge(ACME, secure_delete=True)
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -243,3 +244,69 @@ def test_secure_purge_scrubs_the_int8_mirror(tmp_path: Path, kind: str) -> None:
         found = store.search((ACME,), query=f"{s.otto[-1]} note", limit=3)
         if kind != "tenant":
             assert found and found[0].value["text"].startswith(s.otto[-1])
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+def _relations(conn: Any) -> list[str]:
+    """Every relation of the store's schema (the one `facts` is in) with pages of its
+    own: tables, their indexes, their TOAST tables and those tables' indexes."""
+    rows = conn.execute(
+        "WITH schema AS (SELECT relnamespace FROM pg_class WHERE relname = 'facts' "
+        "  AND relkind = 'r'), "
+        "ours AS (SELECT c.oid FROM pg_class c JOIN schema USING (relnamespace) "
+        "  WHERE c.relkind IN ('r', 'i')), "
+        "toast AS (SELECT c.reltoastrelid AS oid FROM pg_class c JOIN ours USING (oid) "
+        "  WHERE c.reltoastrelid <> 0) "
+        "SELECT oid::regclass::text FROM ours UNION SELECT oid::regclass::text FROM toast "
+        "UNION SELECT i.indexrelid::regclass::text FROM pg_index i JOIN toast t "
+        "  ON i.indrelid = t.oid"
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def _pages(uri: str) -> dict[str, bytes]:
+    """Every block of every relation of the store, as pageinspect reads it (through
+    shared buffers: what the server would write to its files), by relation."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        out = {}
+        for rel in _relations(conn):
+            blocks = conn.execute(
+                "SELECT get_raw_page(%s, b) FROM generate_series(0, "
+                "(pg_relation_size(%s::regclass) / current_setting('block_size')::int) - 1) b",
+                (rel, rel),
+            ).fetchall()
+            out[rel] = b"".join(bytes(b[0]) for b in blocks)
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_secure_purge_on_postgres_leaves_no_page_with_the_erased_data(
+    pg_server: str, kind: str
+) -> None:
+    from tests import pg
+
+    uri = pg.fresh_database()
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    embed = HashEmbeddings(64)
+    with SGAMStore.from_conn_string(uri, index=index) as store:
+        store.setup()
+        s = seed(store)
+        before = _pages(uri)
+        assert set(copies(before, s.erased(kind))) == set(s.erased(kind))
+        report = _purge(store, kind)
+        assert report.checkpointed is True
+        after = _pages(uri)
+    where = {rel: len(copies({rel: data}, s.erased(kind))) for rel, data in after.items()}
+    assert copies(after, s.erased(kind)) == {}, {rel: n for rel, n in where.items() if n}
+    assert set(copies(after, s.kept(kind))) == set(s.kept(kind))
+    erased = [_float32(embed, w) for w in s.erased(kind)]
+    assert not [v for v in erased if any(v in data for data in after.values())]
+
+
+def _float32(embed: HashEmbeddings, text: str) -> bytes:
+    return np.asarray(embed.embed_query(text), dtype=np.float32).tobytes()

@@ -206,12 +206,39 @@ def _best_cosine(rows: np.ndarray, vectors: list[np.ndarray]) -> list[float]:
     return [float((unit @ v).max()) if len(unit) else 0.0 for v in vectors]
 
 
+def _current_words(store: SGAMStore) -> set[str]:
+    rows = store.conn.execute(
+        "SELECT json_extract(value, '$.text') FROM facts "
+        "WHERE valid_to IS NULL AND known_to IS NULL"
+    )
+    return {text.split()[0] for (text,) in rows}
+
+
+def _exact_rows(directory: Path) -> np.ndarray:
+    """The int8 mirror's exact rows, read through this process's descriptor."""
+    fds = _mirror_files(directory)
+    assert len(fds) == 1
+    raw = os.pread(fds[0], os.fstat(fds[0]).st_size, 0)
+    return np.frombuffer(raw, dtype=np.float32).reshape(-1, 64)
+
+
+def _mirror_rows(store: SGAMStore) -> np.ndarray:
+    """Every row of every block of the mirror, spare capacity included, decoded."""
+    cache = store._cache
+    assert cache is not None and cache.blocks is not None
+    blocks = cache.blocks.values()
+    return np.concatenate(
+        [b.matrix.astype(np.float32) * (1 if b.scale is None else b.scale[:, None]) for b in blocks]
+    )
+
+
+@pytest.mark.parametrize("encoding", ["float32", "int8"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_secure_purge_scrubs_the_int8_mirror(tmp_path: Path, kind: str) -> None:
+def test_secure_purge_scrubs_the_vector_mirror(tmp_path: Path, kind: str, encoding: str) -> None:
     index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
     path = str(tmp_path / "m.db")
     with SGAMStore.from_conn_string(
-        path, index=index, retrieval={"vector_mirror": "int8"}
+        path, index=index, retrieval={"vector_mirror": encoding}
     ) as store:
         store.setup()
         s = seed(store)
@@ -219,30 +246,18 @@ def test_secure_purge_scrubs_the_int8_mirror(tmp_path: Path, kind: str) -> None:
         assert store.search((ACME,), query="note")  # builds the mirror
         _purge(store, kind)
         erased = [_unit(s.vectors[w]) for w in s.erased(kind) if w in s.vectors]
-        current = {
-            text.split()[0]
-            for (text,) in store.conn.execute(
-                "SELECT json_extract(value, '$.text') FROM facts "
-                "WHERE valid_to IS NULL AND known_to IS NULL"
-            )
-        }
+        current = _current_words(store)
         kept = [_unit(s.vectors[w]) for w in s.kept(kind) if w in s.vectors and w in current]
         assert kept  # the mirror holds only current vectors: some of those must stay
-        fds = _mirror_files(tmp_path)
-        assert len(fds) == 1
-        raw = os.pread(fds[0], os.fstat(fds[0]).st_size, 0)
-        exact = np.frombuffer(raw, dtype=np.float32).reshape(-1, 64)
-        assert max(_best_cosine(exact, erased)) < 0.99
-        assert min(_best_cosine(exact, kept)) > 0.999  # the file read is the mirror's
-        cache = store._cache
-        assert cache is not None and cache.blocks is not None
-        in_memory = np.concatenate(
-            [b.matrix.astype(np.float32) * b.scale[:, None] for b in cache.blocks.values()]
-        )
+        if encoding == "int8":
+            exact = _exact_rows(tmp_path)
+            assert max(_best_cosine(exact, erased)) < 0.99
+            assert min(_best_cosine(exact, kept)) > 0.999  # the file read is the mirror's
+        in_memory = _mirror_rows(store)
         assert max(_best_cosine(in_memory, erased)) < 0.99
         assert min(_best_cosine(in_memory, kept)) > 0.99
         found = store.search((ACME,), query=f"{s.otto[-1]} note", limit=3)
-        if kind != "tenant":
+        if kind != "tenant":  # the mirror still answers, from what stays
             assert found and found[0].value["text"].startswith(s.otto[-1])
 
 

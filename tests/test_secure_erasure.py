@@ -311,6 +311,7 @@ def test_secure_purge_on_postgres_leaves_no_page_with_the_erased_data(
     with SGAMStore.from_conn_string(uri, index=index) as store:
         store.setup()
         s = seed(store)
+        _superuser(uri, "ANALYZE")  # as autovacuum would: sampled values go to pg_statistic
         before = _pages(uri)
         assert set(copies(before, s.erased(kind))) == set(s.erased(kind))
         report = _purge(store, kind)
@@ -321,6 +322,35 @@ def test_secure_purge_on_postgres_leaves_no_page_with_the_erased_data(
     assert set(copies(after, s.kept(kind))) == set(s.kept(kind))
     erased = [_float32(embed, w) for w in s.erased(kind)]
     assert not [v for v in erased if any(v in data for data in after.values())]
+    # The database's files themselves, catalogs included, once a checkpoint wrote them.
+    files = _database_files(uri)
+    if files is not None:  # a server on this machine (the embedded one)
+        where = {name: len(copies({name: data}, s.erased(kind))) for name, data in files.items()}
+        assert copies(files, s.erased(kind)) == {}, {f: n for f, n in where.items() if n}
+        assert set(copies(files, s.kept(kind))) == set(s.kept(kind))
+
+
+def _superuser(uri: str, statement: str) -> Any:
+    """Run one statement as the test server's superuser; its first row, if any."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        cur = conn.execute(statement)
+        return cur.fetchone() if cur.description else None
+
+
+def _database_files(uri: str) -> dict[str, bytes] | None:
+    """Every file of the database's directory (base/<oid>) after a CHECKPOINT, or None
+    when the server's data directory is not readable from here."""
+    _superuser(uri, "CHECKPOINT")
+    directory = _superuser(
+        uri,
+        "SELECT current_setting('data_directory') || '/base/' || oid FROM pg_database "
+        "WHERE datname = current_database()",
+    )[0]
+    if not os.access(directory, os.R_OK):
+        return None
+    return files_of(Path(directory))
 
 
 def _float32(embed: HashEmbeddings, text: str) -> bytes:

@@ -20,14 +20,17 @@ What differs from SQLite:
   until VACUUM removes them, and even then their bytes stay in the page's free space
   (VACUUM frees, it does not zero); likewise the versions every earlier UPDATE left.
   Beyond the tables: the WAL until its segments are recycled, and WAL archives,
-  replicas and backups. There is no `secure_delete`: `secure=True` runs VACUUM FULL on
-  every table of ours once the erasure has committed (`rewrite`): each table, its TOAST
-  table and its indexes are written anew from their live rows, and the old files are
-  deleted. That holds an ACCESS EXCLUSIVE lock on each table in turn (reads and writes
-  of the store wait), and cannot drop a row version that a snapshot older than the
-  erasure may still see (a long transaction, a replication slot's catalog xmin): such a
-  version is copied into the new file. `checkpointed` is False when a table was not
-  rewritten (the connection lost, or a table the store's role does not own).
+  replicas and backups; and in `pg_statistic`, where ANALYZE samples column values.
+  There is no `secure_delete`: `secure=True` runs VACUUM (FULL, ANALYZE) on every table
+  of ours once the erasure has committed, then VACUUM FULL on `pg_statistic`
+  (`rewrite`): each table, its TOAST table and its indexes are written anew from their
+  live rows, and the old files are deleted. That holds an ACCESS EXCLUSIVE lock on each
+  table in turn (reads and writes of the store wait; on `pg_statistic`, the planning of
+  any query of the database), and cannot drop a row version that a snapshot older than
+  the erasure may still see (a long transaction, a replication slot's catalog xmin):
+  such a version is copied into the new file. `checkpointed` is False when a table was
+  not rewritten (the connection lost, a table the store's role does not own, or
+  `pg_statistic` without a superuser or `pg_maintain`).
   `vacuum()` is VACUUM (ANALYZE) of every table of ours.
 """
 
@@ -62,6 +65,7 @@ TABLES = (
 _OURS = (*TABLES, "candidate_support", "episode_extractions", "sgam_meta")
 
 _F = "fact_id = ANY(%s::bigint[])"
+_STATISTICS = "pg_catalog.pg_statistic"  # where ANALYZE keeps sampled column values
 
 
 # ---------------------------------------------------------------- selection
@@ -252,23 +256,28 @@ def _files(conn: Any, tables: list[str]) -> dict[str, int]:
 
 
 def rewrite(engine: Any) -> bool:
-    """VACUUM FULL every table of ours on a pooled autocommit connection; whether every
-    one was rewritten into a new file.
+    """VACUUM FULL every table of ours, ANALYZE them, then VACUUM FULL the statistics
+    catalog, on a pooled autocommit connection; whether every one got a new file.
 
     Every table, not only those this erasure deleted from: earlier updates and deletes
     of the same data (a fact closed by its successor, a candidate promoted) left row
-    versions whose space plain VACUUM frees but never overwrites. A table we do not own
-    is skipped by VACUUM with a warning only, which the unchanged file shows.
+    versions whose space plain VACUUM frees but never overwrites. The statistics too:
+    ANALYZE copies sampled values (most common ones, histogram bounds) into
+    `pg_statistic`, whose old rows stay in its pages when new statistics replace them.
+    VACUUM skips a table the role may not maintain with a warning only (`pg_statistic`
+    needs a superuser or, from PostgreSQL 17, the `pg_maintain` role): the unchanged
+    file shows it.
     """
     try:
         with engine.pool.connection() as conn:
             tables = _tables(conn)
-            before = _files(conn, tables)
-            _vacuum(conn, tables, "FULL ")
-            after = _files(conn, tables)
+            before = _files(conn, [*tables, _STATISTICS])
+            _vacuum(conn, tables, "(FULL, ANALYZE) ")
+            conn.execute(f"VACUUM FULL {_STATISTICS}", prepare=False)
+            after = _files(conn, [*tables, _STATISTICS])
     except OperationalError:  # e.g. cancelled, or the connection lost: the erasure holds
         return False
-    return all(before[t] != after[t] for t in tables)
+    return all(before[t] != after[t] for t in before)
 
 
 def execute(

@@ -31,9 +31,10 @@ holds older page images until a checkpoint resets it; FTS5 keeps deleted tokens 
 index segments until they merge, and VACUUM copies segments as they are.
 
 So `secure_delete=True` deletes with `PRAGMA secure_delete` on, merges the FTS index
-('optimize'), rebuilds the file from its live rows (VACUUM: every page written anew)
-and truncates the WAL (`wal_checkpoint(TRUNCATE)`); the vector mirror overwrites its
-dead rows (`VectorCache.apply`). Measured at 100k facts in benchmarks/README.md
+('optimize'), refreshes the statistics if ANALYZE ever ran, rebuilds the file from its
+live rows (VACUUM: every page written anew) and truncates the WAL
+(`wal_checkpoint(TRUNCATE)`); the vector mirror overwrites its dead rows
+(`VectorCache.apply`). Measured at 100k facts in benchmarks/README.md
 ("Secure erasure"): without the rebuild, erased words stayed in the file. `checkpointed`
 is False when another connection kept the rebuild or the truncation from completing;
 `vacuum()` completes it. Neither reaches below SQLite: the temporary file VACUUM builds
@@ -271,8 +272,17 @@ def rewrite(conn: Any) -> bool:
     image there). The merge comes first because VACUUM copies FTS5 segments as they are.
     """
     optimize_fts(conn)
+    _refresh_statistics(conn)
     conn.execute("VACUUM")
     return checkpoint(conn)
+
+
+def _refresh_statistics(conn: Any) -> None:
+    """ANALYZE again if it ever ran: `sqlite_stat4` keeps sampled index keys (namespace
+    text, tenant ids), and VACUUM copies it as it is. The store never runs ANALYZE
+    itself, so a file without `sqlite_stat1` has nothing to refresh."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone():
+        conn.execute("ANALYZE")
 
 
 def execute(

@@ -16,7 +16,9 @@ Variants:
 - stepwise: the purge with `PRAGMA secure_delete` on, then an FTS5 'optimize', then
   `wal_checkpoint(TRUNCATE)`, then `VACUUM` and the checkpoint again;
 - no-optimize: secure_delete, VACUUM, checkpoint, without the FTS merge;
-- secure: `store.purge(..., secure_delete=True)` as shipped.
+- secure: `store.purge(..., secure_delete=True)` as shipped;
+- secure-analyzed: the same on a file that ANALYZE has run on (not timed), whose
+  statistics the secure purge then computes again.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from sgam_store import MemoryFact, SGAMStore
 
 TENANT, SUBJECT = "tenant00", "mira"
 LETTERS = "bcfhjkmnpqrtvwxz"
-VARIANTS = ("plain", "secure", "stepwise", "no-optimize")
+VARIANTS = ("plain", "secure", "secure-analyzed", "stepwise", "no-optimize")
 
 
 def markers(n: int) -> list[str]:
@@ -157,12 +159,14 @@ def main() -> None:
         print(f"template file: {template.stat().st_size / 1e6:.1f} MB")
         results: dict[str, Any] = {"size": args.size, "environment": environment()}
         chosen = args.variants.split(",")
-        for name, secure in (("plain", False), ("secure", True)):
+        for name, secure in (("plain", False), ("secure", True), ("secure-analyzed", True)):
             if name not in chosen:
                 continue
             times, last = [], None
             for i in range(args.repeat):
                 run = Run(template, root, f"{name}{i}", embedder)
+                if name == "secure-analyzed":  # the file has statistics: they are redone
+                    run.store.conn.execute("ANALYZE")
                 run.step(
                     f"store.purge(secure_delete={secure})",
                     lambda s=run.store, x=secure: s.purge(TENANT, SUBJECT, secure_delete=x),

@@ -86,7 +86,7 @@ class _ExactRows:
     file reads what its own blocks point to while the parent goes on appending (a child
     that writes rebuilds with a file of its own, see `VectorCache.apply`). Dead rows stay
     until the mirror rebuilds, or until a secure erasure overwrites them with zeros
-    (`zero`): a child still holding one of those reads a zero vector, which scores 0.
+    (`zero_dropped`): a child still holding one of those reads a zero vector, scoring 0.
     """
 
     def __init__(self, dims: int, directory: str | None) -> None:
@@ -559,9 +559,7 @@ class VectorCache:
             self.invalidate()  # a forked child: never append to the parent's file
             return
         # A fact id added again (reused after erasure, say): its old rows are stale.
-        self._drop([*delta.retired, *(fact_id for _, fact_id, _, _ in delta.added)])
-        if delta.scrub:
-            self._scrub()
+        self._drop([*delta.retired, *(fact_id for _, fact_id, _, _ in delta.added)], delta.scrub)
         self._add(delta.added)
         exact = self.exact
         if exact is not None and exact.dead > max(_REBUILD_DEAD, exact.rows - exact.dead):
@@ -596,8 +594,10 @@ class VectorCache:
         codes = np.rint(unit / scale[:, None]).astype(np.int8)
         return _Rows(codes, scale, self.exact.put(unit))
 
-    def _drop(self, fact_ids: list[int]) -> None:
-        """Take these facts' rows out of the ranking; compact the blocks left sparse."""
+    def _drop(self, fact_ids: list[int], scrub: bool = False) -> None:
+        """Take these facts' rows out of the ranking; compact the blocks left sparse.
+        `scrub` (a secure erasure): first overwrite every dead row with zeros (`_scrub`),
+        so that compaction frees no array that still holds one."""
         touched = {}
         for fact_id, number, first, count in self.where.find(list(dict.fromkeys(fact_ids))):
             block = touched[number] = self.numbered[number]
@@ -605,6 +605,8 @@ class VectorCache:
             self.where.forget(fact_id)
             if self.exact is not None:
                 self.exact.dead += count
+        if scrub:
+            self._scrub()
         for block in touched.values():
             if block.sparse:
                 if self.exact is not None:
@@ -613,9 +615,9 @@ class VectorCache:
                 self.where.place(block.number, block.fact_ids[: block.size], 0)
 
     def _scrub(self) -> None:
-        """After a secure erasure: every dead row, in memory and in the exact rows' file,
-        overwritten with zeros. Dead rows are the erased facts' and those of versions
-        retired earlier (an erasure takes a key's whole history), so all of them go."""
+        """Every dead row, in memory and in the exact rows' file, overwritten with zeros.
+        Dead rows are the erased facts' and those of versions retired earlier (an
+        erasure takes a key's whole history, older versions included), so all of them go."""
         assert self.blocks is not None
         for block in self.blocks.values():
             if self.exact is not None:

@@ -17,14 +17,21 @@ What differs from SQLite:
   no keyword slots). Candidate support rows and extraction marks go by ON DELETE CASCADE
   (and a supportless candidate by trigger), uncounted, as on SQLite.
 - What PostgreSQL keeps after a DELETE: the rows stay in their pages as dead versions
-  until VACUUM removes them (and their index entries), in the WAL until its segments are
-  recycled, and in WAL archives, replicas and backups beyond that. There is no
-  `secure_delete`: `secure=True` runs VACUUM on the tables the erasure touched once it
-  has committed, and `checkpointed` says that VACUUM completed. VACUUM cannot remove
-  versions a snapshot older than the erasure may still see (a long transaction, a
-  replication slot); those go at a later (auto)vacuum. The freed space inside a page is
-  reused, not zeroed. `vacuum()` is VACUUM (ANALYZE) of every table of ours; VACUUM FULL
-  would rewrite the files, but locks each table against reads and writes meanwhile.
+  until VACUUM removes them, and even then their bytes stay in the page's free space
+  (VACUUM frees, it does not zero); likewise the versions every earlier UPDATE left.
+  Beyond the tables: the WAL until its segments are recycled, and WAL archives,
+  replicas and backups; and in `pg_statistic`, where ANALYZE samples column values.
+  There is no `secure_delete`: `secure=True` runs VACUUM (FULL, ANALYZE) on every table
+  of ours once the erasure has committed, then VACUUM FULL on `pg_statistic`
+  (`rewrite`): each table, its TOAST table and its indexes are written anew from their
+  live rows, and the old files are deleted. That holds an ACCESS EXCLUSIVE lock on each
+  table in turn (reads and writes of the store wait; on `pg_statistic`, the planning of
+  any query of the database), and cannot drop a row version that a snapshot older than
+  the erasure may still see (a long transaction, a replication slot's catalog xmin):
+  such a version is copied into the new file. `checkpointed` is False when a table was
+  not rewritten (the connection lost, a table the store's role does not own, or
+  `pg_statistic` without a superuser or `pg_maintain`).
+  `vacuum()` is VACUUM (ANALYZE) of every table of ours.
 """
 
 from __future__ import annotations
@@ -55,12 +62,10 @@ TABLES = (
     "supersession_queue",
     "supersession_decisions",
 )
-# Rows removed by ON DELETE CASCADE (and the last-support trigger) with an episode or
-# candidate: a secure erasure vacuums them too.
-_CASCADED = ("candidate_support", "memory_candidates", "episode_extractions")
 _OURS = (*TABLES, "candidate_support", "episode_extractions", "sgam_meta")
 
 _F = "fact_id = ANY(%s::bigint[])"
+_STATISTICS = "pg_catalog.pg_statistic"  # where ANALYZE keeps sampled column values
 
 
 # ---------------------------------------------------------------- selection
@@ -232,43 +237,60 @@ def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
 # ---------------------------------------------------------------- running, and the disk
 
 
-def _touched(report: PurgeReport) -> list[str]:
-    """The tables an erasure left dead rows in, cascades included."""
-    tables = {name for name, n in report.deleted.items() if n}
-    if report.deleted["episodes"] or report.deleted["memory_candidates"]:
-        tables.update(_CASCADED)
-    return sorted(tables)
-
-
 def _vacuum(conn: Any, tables: Iterable[str], options: str = "") -> None:
     """VACUUM these tables of ours (outside any transaction: VACUUM refuses one)."""
     names = sql.SQL(", ").join(sql.Identifier(t) for t in tables)
     conn.execute(sql.SQL("VACUUM {}{}").format(sql.SQL(options), names), prepare=False)
 
 
-def _scrub(engine: Any, tables: list[str]) -> bool:
-    """VACUUM the tables on a pooled autocommit connection; whether it completed."""
-    if not tables:
-        return True
+def _tables(conn: Any) -> list[str]:
+    return [t for t in _OURS if t != "fact_vectors" or has_vectors(conn)]
+
+
+def _files(conn: Any, tables: list[str]) -> dict[str, int]:
+    """Each table's file (relfilenode): a rewrite gives it a new one."""
+    return {
+        t: conn.execute("SELECT pg_relation_filenode(%s::regclass)", (t,)).fetchone()[0]
+        for t in tables
+    }
+
+
+def rewrite(engine: Any) -> bool:
+    """VACUUM FULL every table of ours, ANALYZE them, then VACUUM FULL the statistics
+    catalog, on a pooled autocommit connection; whether every one got a new file.
+
+    Every table, not only those this erasure deleted from: earlier updates and deletes
+    of the same data (a fact closed by its successor, a candidate promoted) left row
+    versions whose space plain VACUUM frees but never overwrites. The statistics too:
+    ANALYZE copies sampled values (most common ones, histogram bounds) into
+    `pg_statistic`, whose old rows stay in its pages when new statistics replace them.
+    VACUUM skips a table the role may not maintain with a warning only (`pg_statistic`
+    needs a superuser or, from PostgreSQL 17, the `pg_maintain` role): the unchanged
+    file shows it.
+    """
     try:
         with engine.pool.connection() as conn:
-            _vacuum(conn, tables)
+            tables = _tables(conn)
+            before = _files(conn, [*tables, _STATISTICS])
+            _vacuum(conn, tables, "(FULL, ANALYZE) ")
+            conn.execute(f"VACUUM FULL {_STATISTICS}", prepare=False)
+            after = _files(conn, [*tables, _STATISTICS])
     except OperationalError:  # e.g. cancelled, or the connection lost: the erasure holds
         return False
-    return True
+    return all(before[t] != after[t] for t in before)
 
 
 def execute(
     writer: Writer, select: Callable[[Any], PurgeReport], *, secure: bool = False
 ) -> PurgeReport:
-    """Run one erasure in one write transaction; `secure` then vacuums what it touched."""
+    """Run one erasure in one write transaction; `secure` then rewrites our tables once
+    it has committed (`rewrite`), and `checkpointed` says whether that completed."""
     report = writer.run(lambda tx: select(tx.cur))
     if secure:
-        report.checkpointed = _scrub(writer.engine, _touched(report))
+        report.checkpointed = rewrite(writer.engine)
     return report
 
 
 def vacuum(conn: Any) -> None:
     """VACUUM (ANALYZE) every table of ours: dead rows and index entries go, plans refresh."""
-    tables = [t for t in _OURS if t != "fact_vectors" or has_vectors(conn)]
-    _vacuum(conn, tables, "(ANALYZE) ")
+    _vacuum(conn, _tables(conn), "(ANALYZE) ")

@@ -24,15 +24,21 @@ stays closed; nothing older silently becomes current again), and `supersedes_fac
 links to it are cleared.
 
 What SQLite keeps on disk after a DELETE: the deleted rows' bytes stay in the file's
-free pages and in unused space of live pages until reused; in WAL mode the WAL file
+free pages and in unused space of live pages until reused; so do the older images of
+rows that an UPDATE rewrote long before (a fact closed by its successor, an FTS5 segment
+merged): `secure_delete` zeroes only what is freed while it is on. In WAL mode the WAL
 holds older page images until a checkpoint resets it; FTS5 keeps deleted tokens in old
-index segments until they merge. (sqlite-vec 0.1.9, the version tested, zeroes a
-deleted vector's slot and drops empty chunks.) `secure_delete=True` makes a purge
-overwrite freed content with zeros (`PRAGMA secure_delete`), merge the FTS index
-('optimize') and truncate the WAL (`wal_checkpoint(TRUNCATE)`; `checkpointed` is False
-if a reader blocked it).
-`vacuum()` rebuilds the whole file without free pages. Neither reaches below SQLite:
-filesystem journals, SSD remapping and backups keep their own copies.
+index segments until they merge, and VACUUM copies segments as they are.
+
+So `secure_delete=True` deletes with `PRAGMA secure_delete` on, merges the FTS index
+('optimize'), refreshes the statistics if ANALYZE ever ran, rebuilds the file from its
+live rows (VACUUM: every page written anew) and truncates the WAL
+(`wal_checkpoint(TRUNCATE)`); the vector mirror overwrites its dead rows
+(`VectorCache.apply`). Measured at 100k facts in benchmarks/README.md
+("Secure erasure"): without the rebuild, erased words stayed in the file. `checkpointed`
+is False when another connection kept the rebuild or the truncation from completing;
+`vacuum()` completes it. Neither reaches below SQLite: the temporary file VACUUM builds
+in, filesystem journals, SSD remapping and backups keep their own copies.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from sgam_store.core.errors import InvalidFactError, StoreBusyError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.sqlite.connection import is_busy
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
+from sgam_store.engines.sqlite.vector_cache import VectorDelta
 
 if TYPE_CHECKING:
     from sgam_store.ledger import Writer
@@ -255,31 +262,64 @@ def checkpoint(conn: Any) -> bool:
     return busy == 0
 
 
+def rewrite(conn: Any) -> bool:
+    """Merge the FTS index, rebuild the file from its live rows and truncate the WAL;
+    False when a reader kept the WAL from being truncated.
+
+    The rebuild is what removes erased bytes: secure_delete zeroes only what is freed
+    while it is on, and every UPDATE or DELETE before the erasure left copies in the
+    unused space of live pages (a fact closed by its successor keeps its old record
+    image there). The merge comes first because VACUUM copies FTS5 segments as they are.
+    """
+    optimize_fts(conn)
+    _refresh_statistics(conn)
+    conn.execute("VACUUM")
+    return checkpoint(conn)
+
+
+def _refresh_statistics(conn: Any) -> None:
+    """ANALYZE again if it ever ran: `sqlite_stat4` keeps sampled index keys (namespace
+    text, tenant ids), and VACUUM copies it as it is. The store never runs ANALYZE
+    itself, so a file without `sqlite_stat1` has nothing to refresh."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone():
+        conn.execute("ANALYZE")
+
+
 def execute(
     writer: Writer, select: Callable[[Any], PurgeReport], *, secure: bool = False
 ) -> PurgeReport:
-    """Run one erasure in one write transaction; `secure` also scrubs what SQLite keeps."""
+    """Run one erasure in one write transaction; `secure` then rewrites the file so no
+    byte of it is left (see `rewrite`). `checkpointed` is False when another process
+    kept the rewrite or the WAL's truncation from completing: `vacuum()` finishes it."""
 
     def body(tx: Any) -> PurgeReport:
         report = select(tx.cur)
-        if secure:
-            optimize_fts(tx.cur)
+        # The vector mirror drops (and under `secure` overwrites) what was erased.
+        tx.delta = VectorDelta(retired=report.fact_ids, scrub=secure)
         return report
 
     engine = writer.engine
     with engine.lock, secure_delete(engine.conn, secure):
         report = writer.run(body)
         if secure:
-            report.checkpointed = checkpoint(engine.conn)
+            report.checkpointed = _rewrite_unless_busy(engine.conn)
     return report
+
+
+def _rewrite_unless_busy(conn: Any) -> bool:
+    """`rewrite`, or False when another connection's lock stopped it."""
+    try:
+        return rewrite(conn)
+    except Exception as exc:
+        if is_busy(exc):
+            return False
+        raise
 
 
 def vacuum(conn: Any) -> None:
     """Rebuild the file without free pages or stale FTS segments, then truncate the WAL."""
     try:
-        optimize_fts(conn)
-        conn.execute("VACUUM")
-        checkpoint(conn)
+        rewrite(conn)
     except Exception as exc:
         if is_busy(exc):
             raise StoreBusyError(f"vacuum needs the database to itself: {exc}") from None

@@ -61,10 +61,12 @@ _VECDOT = getattr(np, "vecdot", None)
 
 @dataclass
 class VectorDelta:
-    """What one committed transaction changed: vectors written current, facts retired."""
+    """What one committed transaction changed: vectors written current, facts retired
+    (or erased); `scrub`: a secure erasure, after which no dead row may keep its bytes."""
 
     added: list[tuple[int, int, str, bytes]] = field(default_factory=list)  # rowid, fact, tenant
     retired: list[int] = field(default_factory=list)
+    scrub: bool = False
 
 
 @dataclass
@@ -80,10 +82,11 @@ class _Rows:
 class _ExactRows:
     """The float32 rows behind an int8 mirror, for the exact re-rank of its candidates.
 
-    Append-only: a slot is never rewritten, so a forked child that inherited the file
-    reads what its own blocks point to while the parent goes on appending (a child that
-    writes rebuilds with a file of its own, see `VectorCache.apply`). Dead rows stay
-    until the mirror rebuilds.
+    Append-only: a live slot is never rewritten, so a forked child that inherited the
+    file reads what its own blocks point to while the parent goes on appending (a child
+    that writes rebuilds with a file of its own, see `VectorCache.apply`). Dead rows stay
+    until the mirror rebuilds, or until a secure erasure overwrites them with zeros
+    (`zero_dropped`): a child still holding one of those reads a zero vector, scoring 0.
     """
 
     def __init__(self, dims: int, directory: str | None) -> None:
@@ -92,6 +95,7 @@ class _ExactRows:
         self.pid = os.getpid()
         self.rows = 0  # slots written
         self.dead = 0  # slots whose vector left the mirror
+        self.dropped: list[np.ndarray] = []  # dead slots no block names any more (compacted)
 
     def put(self, matrix: np.ndarray) -> np.ndarray:
         """Append float32 rows; their slots."""
@@ -104,11 +108,29 @@ class _ExactRows:
         self.rows += len(matrix)
         return slots
 
+    def zero_dropped(self) -> None:
+        """Overwrite the slots in `dropped` with zeros (one pwrite per run of consecutive
+        slots), and forget them."""
+        ordered = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *self.dropped]))
+        self.dropped = []
+        if not len(ordered):
+            return
+        row_bytes = 4 * self.dims
+        starts = np.flatnonzero(np.diff(ordered, prepend=-2) != 1).tolist()
+        for lo, hi in zip(starts, [*starts[1:], len(ordered)], strict=True):
+            data = bytes((hi - lo) * row_bytes)
+            offset = int(ordered[lo]) * row_bytes
+            while data:
+                written = os.pwrite(self.file.fileno(), data, offset)
+                data, offset = data[written:], offset + written
+
     def read(self, slots: np.ndarray) -> np.ndarray:
         """Rows by slot, in the order given: one pread per run of consecutive slots."""
+        out = np.empty((len(slots), self.dims), dtype=np.float32)
+        if not len(slots):  # every candidate dead (a purged tenant's block, say)
+            return out
         order = np.argsort(slots, kind="stable")
         ordered = slots[order]
-        out = np.empty((len(slots), self.dims), dtype=np.float32)
         starts = np.flatnonzero(np.diff(ordered, prepend=-2) != 1).tolist()
         row_bytes = 4 * self.dims
         for lo, hi in zip(starts, [*starts[1:], len(ordered)], strict=True):
@@ -240,6 +262,20 @@ class _Block:
         """Mark rows dead: they score -inf until `compact` removes them."""
         self.alive[first : first + count] = False
         self.dead += count
+
+    def dead_slots(self) -> np.ndarray:
+        """int8: the exact-file slots of the dead rows (none for other encodings)."""
+        if self.slots is None:
+            return np.zeros(0, dtype=np.int64)
+        return self.slots[: self.size][~self.alive[: self.size]]
+
+    def scrub(self) -> None:
+        """Overwrite the dead rows with zeros: their vectors leave memory now, not when
+        the block next compacts (and the rows they came from were erased)."""
+        dead = np.flatnonzero(~self.alive[: self.size])
+        self.matrix[dead] = 0
+        if self.scale is not None:
+            self.scale[dead] = 0
 
     @property
     def sparse(self) -> bool:
@@ -523,7 +559,7 @@ class VectorCache:
             self.invalidate()  # a forked child: never append to the parent's file
             return
         # A fact id added again (reused after erasure, say): its old rows are stale.
-        self._drop([*delta.retired, *(fact_id for _, fact_id, _, _ in delta.added)])
+        self._drop([*delta.retired, *(fact_id for _, fact_id, _, _ in delta.added)], delta.scrub)
         self._add(delta.added)
         exact = self.exact
         if exact is not None and exact.dead > max(_REBUILD_DEAD, exact.rows - exact.dead):
@@ -558,8 +594,10 @@ class VectorCache:
         codes = np.rint(unit / scale[:, None]).astype(np.int8)
         return _Rows(codes, scale, self.exact.put(unit))
 
-    def _drop(self, fact_ids: list[int]) -> None:
-        """Take these facts' rows out of the ranking; compact the blocks left sparse."""
+    def _drop(self, fact_ids: list[int], scrub: bool = False) -> None:
+        """Take these facts' rows out of the ranking; compact the blocks left sparse.
+        `scrub` (a secure erasure): first overwrite every dead row with zeros (`_scrub`),
+        so that compaction frees no array that still holds one."""
         touched = {}
         for fact_id, number, first, count in self.where.find(list(dict.fromkeys(fact_ids))):
             block = touched[number] = self.numbered[number]
@@ -567,10 +605,26 @@ class VectorCache:
             self.where.forget(fact_id)
             if self.exact is not None:
                 self.exact.dead += count
+        if scrub:
+            self._scrub()
         for block in touched.values():
             if block.sparse:
+                if self.exact is not None:
+                    self.exact.dropped.append(block.dead_slots())
                 block.compact()
                 self.where.place(block.number, block.fact_ids[: block.size], 0)
+
+    def _scrub(self) -> None:
+        """Every dead row, in memory and in the exact rows' file, overwritten with zeros.
+        Dead rows are the erased facts' and those of versions retired earlier (an
+        erasure takes a key's whole history, older versions included), so all of them go."""
+        assert self.blocks is not None
+        for block in self.blocks.values():
+            if self.exact is not None:
+                self.exact.dropped.append(block.dead_slots())
+            block.scrub()
+        if self.exact is not None:
+            self.exact.zero_dropped()
 
     # ------------------------------------------------------------ search
 

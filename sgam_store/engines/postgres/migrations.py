@@ -253,7 +253,9 @@ def policies(table: str, tenant_match: str = TENANT_MATCH) -> list[str]:
     """Row security for one table: its rows are the operation's tenant's, or every
     tenant's for the owner's all-tenant scope. Created inert: `enable_row_security`
     turns them on (SGAMStore(..., row_security=True) at setup)."""
-    return [
+    return [  # dropped first: a schema rebuilt by hand may keep them (idempotent)
+        f"DROP POLICY IF EXISTS sgam_tenant ON {table}",
+        f"DROP POLICY IF EXISTS sgam_all_tenants ON {table}",
         f"CREATE POLICY sgam_tenant ON {table} USING ({tenant_match}) WITH CHECK ({tenant_match})",
         f"CREATE POLICY sgam_all_tenants ON {table} TO CURRENT_USER "
         f"USING ({ALL_TENANTS}) WITH CHECK ({ALL_TENANTS})",

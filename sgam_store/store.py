@@ -732,7 +732,7 @@ class SGAMStore(BaseStore):
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""
         self._ensure_ready()
-        with self.engine.reading() as conn:
+        with self.engine.maintenance() as conn:
             self.engine.erasure.vacuum(conn)
 
     def backfill(self, *, batch_size: int = 500) -> BackfillReport:

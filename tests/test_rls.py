@@ -202,6 +202,10 @@ def test_the_owner_bound_by_force_sees_everything_only_in_the_all_tenant_scope(
         store.put((ATTACKER, "mira"), "k", {"text": "x"})
         assert {ns[0] for ns in store.list_namespaces()} == {VICTIM, ATTACKER}
         assert len(store.search((), limit=10)) == 2
+        # The owner's maintenance: all-tenant jobs, and VACUUM outside any transaction.
+        assert {f.tenant_id for f in store.ledger()} == {VICTIM, ATTACKER}
+        store.run_retention()
+        store.vacuum()
     with psycopg.connect(as_role(uri, owner), options="-c search_path=sgam") as conn:
         assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
 

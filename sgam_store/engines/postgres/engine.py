@@ -256,6 +256,14 @@ class PostgresEngine:
                 yield conn
 
     @contextmanager
+    def maintenance(self) -> Iterator[Any]:
+        """A pooled autocommit connection outside any scope, for VACUUM, which refuses a
+        transaction block and which row security does not bind."""
+        self.ensure_ready()
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
     def snapshot(self) -> Iterator[Any]:
         """One REPEATABLE READ transaction: every statement inside sees one state."""
         self.ensure_ready()

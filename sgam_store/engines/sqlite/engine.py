@@ -217,6 +217,11 @@ class SQLiteEngine:
             finally:
                 conn.execute("COMMIT")
 
+    def maintenance(self) -> _Reading:
+        """A connection for VACUUM: a reading one (SQLite has no row security to step
+        outside of)."""
+        return self.reading()
+
     def tenant_scope(self, tenant: str | None) -> AbstractContextManager[None]:
         """Nothing to confine: SQLite has no row security, the statements' tenant
         predicates are the isolation (see the PostgreSQL engine's)."""

@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402  (the workload and the timing harness)
 
 from sgam_store import SGAMStore  # noqa: E402
-from sgam_store.engines.postgres import roles  # noqa: E402
+from sgam_store.core import analysis  # noqa: E402
+from sgam_store.engines.postgres import reads, roles  # noqa: E402
 from sgam_store.read.search import RetrievalConfig  # noqa: E402
 
 TENANT_FACTS = 10_000
@@ -120,25 +121,40 @@ def measure(
 
 
 def explain(uris: dict[str, str], work: bench_store.Workload, embedder: Any) -> dict[str, str]:
-    """Plans of a tenant's keyword and vector candidates, bound by the policy or not."""
-    tenant = work.tenant_queries[0][0]
+    """Plans of a tenant's keyword and vector candidates, bound by the policy or not. The
+    keyword statement is the store's (`reads.keyword_hits`: the configuration read from
+    sgam_meta inside `to_tsquery`), and the same with the tsquery computed once."""
+    tenant, question = work.tenant_queries[0]
+    terms = " | ".join(f"'{t}'" for t in analysis.query_words(question))
     vector = "[" + ",".join(f"{x:.6f}" for x in embedder.vector("plan probe")) + "]"
+    ranked = "SELECT k.fact_id, ts_rank_cd(k.tsv, {q}) AS r FROM fact_keywords k "
+    ranked += "WHERE k.tsv @@ {q} AND k.tenant_id = %s ORDER BY r DESC, k.fact_id LIMIT 30"
     statements = {
-        "keyword": "SELECT fact_id FROM fact_keywords WHERE tsv @@ to_tsquery("
-        "'english', 'attr03') AND tenant_id = %s",
-        "vector": "SELECT fact_id FROM fact_vectors WHERE is_current AND tenant_id = %s "
-        "ORDER BY embedding <=> %s::vector LIMIT 10",
+        "keyword": (ranked.format(q=f"to_tsquery({reads._CONFIG}, %s)"), [terms, terms, tenant]),
+        "keyword, tsquery computed once": (
+            ranked.format(q="%s::tsquery"),
+            [_tsquery(uris["app"], terms)] * 2 + [tenant],
+        ),
+        "vector": (
+            "SELECT fact_id FROM fact_vectors WHERE is_current AND tenant_id = %s "
+            "ORDER BY embedding <=> %s::vector LIMIT 10",
+            [tenant, vector],
+        ),
     }
     plans = {}
     for who, uri in (("RLS", uris["app"]), ("off", uris["bypass"])):
         with psycopg.connect(uri, options="-c search_path=sgam,public") as conn:
             conn.execute("SELECT set_config('sgam.tenant', %s, true)", (tenant,))
-            for name, sql in statements.items():
-                params = (tenant,) if name == "keyword" else (tenant, vector)
+            for name, (sql, params) in statements.items():
                 rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
-                text = "\n".join(r[0] for r in rows)
+                text = "\n".join(r[0] for r in rows if "Buffers" not in r[0])
                 plans[f"{name}, {who}"] = re.sub(r"'\[[^]]*\]'::vector", "$query", text)
     return plans
+
+
+def _tsquery(uri: str, terms: str) -> str:
+    with psycopg.connect(uri, options="-c search_path=sgam,public") as conn:
+        return conn.execute(f"SELECT to_tsquery({reads._CONFIG}, %s)::text", (terms,)).fetchone()[0]
 
 
 def table(size: int, rows: list[dict[str, Any]]) -> str:

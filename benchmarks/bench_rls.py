@@ -39,11 +39,18 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402  (the workload and the timing harness)
 
 from sgam_store import SGAMStore  # noqa: E402
-from sgam_store.core import analysis  # noqa: E402
-from sgam_store.engines.postgres import reads, roles  # noqa: E402
-from sgam_store.read.search import RetrievalConfig  # noqa: E402
 
 TENANT_FACTS = 10_000
+# What `roles.create_app_role` grants (docs/postgres.md): benchmarks use public names only.
+GRANTS = [
+    "CREATE ROLE {role} LOGIN NOSUPERUSER",
+    "GRANT USAGE ON SCHEMA sgam TO {role}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sgam TO {role}",
+    "REVOKE INSERT, UPDATE, DELETE ON sgam.sgam_meta FROM {role}",
+    "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA sgam TO {role}",
+]
+# The store's keyword statement (engines/postgres/reads.py, keyword_hits) for EXPLAIN.
+CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regconfig"
 MODES = ("keyword", "vector", "hybrid")
 HANDLES = ("off", "setting", "RLS")
 
@@ -65,11 +72,12 @@ def load(uri: str, work: bench_store.Workload, embedder: Any, log: Any) -> None:
 
 
 def make_roles(uri: str) -> dict[str, str]:
-    """URIs of the application role and of a BYPASSRLS role with the same grants."""
+    """URIs of an application role and of a BYPASSRLS role with the same grants."""
     app, bypass = ("rls_app_" + uuid.uuid4().hex[:8], "rls_bypass_" + uuid.uuid4().hex[:8])
-    roles.create_app_role(uri, app)
-    roles.create_app_role(uri, bypass)
     with psycopg.connect(uri, autocommit=True) as conn:
+        for role in (app, bypass):
+            for statement in GRANTS:
+                conn.execute(statement.format(role=role))
         conn.execute(f"ALTER ROLE {bypass} BYPASSRLS")
     return {"app": as_role(uri, app), "bypass": as_role(uri, bypass)}
 
@@ -101,7 +109,7 @@ def measure(
     for scope in scopes:
         for mode in MODES:
             for store in stores.values():
-                store.retrieval = RetrievalConfig(mode=mode)
+                store.retrieval = type(store.retrieval)(mode=mode)
 
             def runner(store: SGAMStore) -> Any:
                 return lambda s: store.for_tenant(s[0]).search(s[1], query=s[2], limit=10)
@@ -125,12 +133,12 @@ def explain(uris: dict[str, str], work: bench_store.Workload, embedder: Any) -> 
     keyword statement is the store's (`reads.keyword_hits`: the configuration read from
     sgam_meta inside `to_tsquery`), and the same with the tsquery computed once."""
     tenant, question = work.tenant_queries[0]
-    terms = " | ".join(f"'{t}'" for t in analysis.query_words(question))
+    terms = " | ".join(f"'{t}'" for t in dict.fromkeys(re.findall(r"\w+", question.lower())))
     vector = "[" + ",".join(f"{x:.6f}" for x in embedder.vector("plan probe")) + "]"
     ranked = "SELECT k.fact_id, ts_rank_cd(k.tsv, {q}) AS r FROM fact_keywords k "
     ranked += "WHERE k.tsv @@ {q} AND k.tenant_id = %s ORDER BY r DESC, k.fact_id LIMIT 30"
     statements = {
-        "keyword": (ranked.format(q=f"to_tsquery({reads._CONFIG}, %s)"), [terms, terms, tenant]),
+        "keyword": (ranked.format(q=f"to_tsquery({CONFIG}, %s)"), [terms, terms, tenant]),
         "keyword, tsquery computed once": (
             ranked.format(q="%s::tsquery"),
             [_tsquery(uris["app"], terms)] * 2 + [tenant],
@@ -154,7 +162,7 @@ def explain(uris: dict[str, str], work: bench_store.Workload, embedder: Any) -> 
 
 def _tsquery(uri: str, terms: str) -> str:
     with psycopg.connect(uri, options="-c search_path=sgam,public") as conn:
-        return conn.execute(f"SELECT to_tsquery({reads._CONFIG}, %s)::text", (terms,)).fetchone()[0]
+        return conn.execute(f"SELECT to_tsquery({CONFIG}, %s)::text", (terms,)).fetchone()[0]
 
 
 def table(size: int, rows: list[dict[str, Any]]) -> str:

@@ -302,6 +302,17 @@ class SGAMStore(BaseStore):
         and then every write in one transaction. Views call this with their scope;
         `queries` are the searches' vectors when the caller embedded them already."""
         self._ensure_ready()
+        with self.engine.tenant_scope(_tenant_of(self.engine.layout, scope, ops)):
+            return self._execute(ops, scope, read_only=read_only, queries=queries)
+
+    def _execute(
+        self,
+        ops: Sequence[Op],
+        scope: Scope,
+        *,
+        read_only: bool,
+        queries: dict[int, bytes] | None,
+    ) -> list[Result]:
         for op in ops:
             _validate(op, self.engine.filters, self.engine.layout)
         if len(ops) == 1 and isinstance(ops[0], GetOp) and not self.ttl_config:
@@ -513,7 +524,8 @@ class SGAMStore(BaseStore):
         """The read path: cited context for the model (see `sgam_store.read.recall.recall`)."""
         from sgam_store.read.recall import recall
 
-        return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
+        with self.engine.tenant_scope(tenant_id):
+            return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
 
     def _refresh_ttl(self, ops: Sequence[Op], results: list[Result], scope: Scope) -> None:
         """Push expiry forward for items read with refresh_ttl (TTLConfig semantics)."""
@@ -546,8 +558,9 @@ class SGAMStore(BaseStore):
             self.facts.finish(tx)
             return row_id
 
-        row_id = self.facts.run(body)
-        return self._fact_by_row(row_id)
+        with self.engine.tenant_scope(fact.tenant_id):
+            row_id = self.facts.run(body)
+            return self._fact_by_row(row_id)
 
     # write path: episodes and candidates (logic in episodes.py and service.py)
 
@@ -565,30 +578,33 @@ class SGAMStore(BaseStore):
         episode_id: str | None = None,
     ) -> episodes.Episode:
         """Append a raw episode (message, tool result, event) that facts can cite."""
-        return episodes.record_episode(
-            self.engine,
-            tenant_id,
-            content,
-            source_kind=source_kind,
-            speaker=speaker,
-            thread_id=thread_id,
-            metadata=metadata,
-            occurred_at=occurred_at,
-            retention_class=retention_class,
-            episode_id=episode_id,
-        )
+        with self.engine.tenant_scope(tenant_id):
+            return episodes.record_episode(
+                self.engine,
+                tenant_id,
+                content,
+                source_kind=source_kind,
+                speaker=speaker,
+                thread_id=thread_id,
+                metadata=metadata,
+                occurred_at=occurred_at,
+                retention_class=retention_class,
+                episode_id=episode_id,
+            )
 
     def get_episode(
         self, episode_id: str, *, tenant_id: str | None = None
     ) -> episodes.Episode | None:
         """The recorded episode, or None (also when it belongs to another `tenant_id`)."""
-        return episodes.get_episode(self.engine, episode_id, tenant_id=tenant_id)
+        with self.engine.tenant_scope(tenant_id):
+            return episodes.get_episode(self.engine, episode_id, tenant_id=tenant_id)
 
     def who_said(
         self, fact: Fact | int, *, tenant_id: str | None = None
     ) -> episodes.Episode | episodes.ExternalSource:
         """The episode (text, speaker) behind a fact, or its explicit external marker."""
-        return episodes.who_said(self.engine, fact, tenant_id=tenant_id)
+        with self.engine.tenant_scope(tenant_id):
+            return episodes.who_said(self.engine, fact, tenant_id=tenant_id)
 
     def apply_updates(
         self,
@@ -600,14 +616,15 @@ class SGAMStore(BaseStore):
         policy: ConflictPolicy | None = None,
     ) -> service.WriteResult:
         """Validate one episode's candidates; write the accepted ones in one transaction."""
-        return service.apply_updates(
-            self.facts,
-            updates,
-            tenant_id=tenant_id,
-            episode_id=episode_id,
-            schema=schema,
-            policy=policy,
-        )
+        with self.engine.tenant_scope(tenant_id):
+            return service.apply_updates(
+                self.facts,
+                updates,
+                tenant_id=tenant_id,
+                episode_id=episode_id,
+                schema=schema,
+                policy=policy,
+            )
 
     def _fact_by_row(self, row_id: int) -> Fact:
         with self.engine.reading() as conn:
@@ -624,7 +641,8 @@ class SGAMStore(BaseStore):
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
-        return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
+        with self.engine.tenant_scope(tenant_id):
+            return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
 
     def history(
         self, tenant_id: str, subject: str, attribute: str, known_at: clock.Timestamp | None = None
@@ -633,8 +651,9 @@ class SGAMStore(BaseStore):
         then the memories of other keys it superseded (a correction written as a new
         memory, see `apply_supersession`), each chain link before the fact it links to."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
-        facts = ledger.history(self.engine, ns, attribute, _ts(known_at))
-        return ledger.predecessors(self.engine, facts, _ts(known_at)) + facts
+        with self.engine.tenant_scope(tenant_id):
+            facts = ledger.history(self.engine, ns, attribute, _ts(known_at))
+            return ledger.predecessors(self.engine, facts, _ts(known_at)) + facts
 
     # corrections written as new memories (logic in write/supersession.py)
 
@@ -774,7 +793,7 @@ class SGAMStore(BaseStore):
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""
         self._ensure_ready()
-        with self.engine.reading() as conn:
+        with self.engine.maintenance() as conn:
             self.engine.erasure.vacuum(conn)
 
     def backfill(self, *, batch_size: int = 500) -> BackfillReport:
@@ -791,6 +810,21 @@ class SGAMStore(BaseStore):
         if self._cache is not None:
             stats["vector_mirror"] = self._cache.footprint()
         return stats
+
+
+def _tenant_of(layout: namespaces.Layout, scope: Scope, ops: Sequence[Op]) -> str | None:
+    """The one tenant a batch's operations belong to, for the engine's row security: the
+    view's, or the tenant every op's namespace names; None (the all-tenant scope) when
+    an op names none (a search of every tenant, a listing) or the ops name several."""
+    if scope.tenant is not None:
+        return scope.tenant
+    named: set[str | None] = set()
+    for op in ops:
+        if isinstance(op, ListNamespacesOp):
+            return None
+        prefix = op.namespace_prefix if isinstance(op, SearchOp) else op.namespace
+        named.add(layout.tenant_of(prefix))
+    return named.pop() if len(named) == 1 else None
 
 
 def _source_label(source: Any) -> str:

@@ -202,6 +202,13 @@ class Engine(Protocol):
     def snapshot(self) -> AbstractContextManager[Any]:
         """A connection on which every statement sees one committed state."""
 
+    def maintenance(self) -> AbstractContextManager[Any]:
+        """A connection for VACUUM: outside any transaction and any tenant scope."""
+
+    def tenant_scope(self, tenant: str | None) -> AbstractContextManager[None]:
+        """Confine this context's operations to `tenant` (None: every tenant) where the
+        database enforces it (PostgreSQL's row security); an engine without may ignore it."""
+
     def vector_mirror(self, dims: int) -> Any:
         """An in-process copy of current vectors that stays exact, or None."""
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from psycopg import errors
 
 from sgam_store.core import namespaces
-from sgam_store.core.errors import StoreBusyError
+from sgam_store.core.errors import ConfigurationError, StoreBusyError, TenantScopeError
 from sgam_store.engines.postgres import (
     backfill,
     candidates,
@@ -57,6 +57,12 @@ RETRIED = (
 # The connection of the transaction or snapshot open in this context: a read issued
 # inside one (the ledger reads through `reading()` too) must see its writes.
 _open: contextvars.ContextVar[Any] = contextvars.ContextVar("sgam_pg_open", default=None)
+# The tenant of the operation running in this context (None: the all-tenant scope), which
+# a row-secured database's transactions are confined to (see `PostgresEngine.confine`).
+# Unscoped work (opening the store, settling its language) sees no tenant's rows unless
+# the role may take the all-tenant scope.
+UNSCOPED = object()
+_tenant: contextvars.ContextVar[object] = contextvars.ContextVar("sgam_pg_tenant", default=UNSCOPED)
 
 
 class TxCursor:
@@ -107,8 +113,12 @@ class PostgresEngine:
         prepare_threshold: int | None = 5,
         tenant_at: int | None = None,
         connect_timeout: float | None = None,
+        row_security: bool = False,
     ) -> None:
         self.requested_tenant_at = tenant_at
+        self.row_security = row_security  # turn the policies on at setup() (the owner)
+        self.confined = False  # whether the database enforces them: settled by setup()
+        self.all_tenants = True  # whether this role may take the all-tenant scope
         self.layout = namespaces.Layout(tenant_at or 0)  # settled by setup()
         self.schema = connection.check_schema_name(schema)
         self.pool = connection.open_pool(
@@ -129,7 +139,63 @@ class PostgresEngine:
             self.layout = namespaces.Layout(tenant_at)
             if self.dims is not None:
                 migrations.ensure_vector_table(conn, self.dims)
+            self._settle_row_security(conn)
         self.ready = True
+
+    def _settle_row_security(self, conn: Any) -> None:
+        """Turn row security on if asked (it stays on), and learn whether this database
+        enforces it and whether this role may take the all-tenant scope. A store opened
+        without `row_security=True` on a database that has it is confined all the same:
+        the database decides, not the option."""
+        on = migrations.row_security_on(conn.cursor())
+        if self.row_security and not on:
+            try:
+                migrations.enable_row_security(conn)
+            except errors.InsufficientPrivilege as exc:
+                raise ConfigurationError(
+                    "row security is not on in this database yet, and this role may not "
+                    "turn it on: run setup() once with row_security=True as the tables' "
+                    f"owner ({exc})"
+                ) from exc
+            on = True
+        self.confined = on
+        self.all_tenants = migrations.may_take_all_tenants(conn)
+
+    @contextmanager
+    def tenant_scope(self, tenant: str | None) -> Iterator[None]:
+        """Run this context's operations as `tenant`'s (None: the all-tenant scope). Once
+        inside a tenant's scope, no call may widen it or name another tenant, so a
+        `for_tenant` view can never reach the all-tenant scope."""
+        held = _tenant.get()
+        if isinstance(held, str) and tenant != held:
+            wanted = "the all-tenant scope" if tenant is None else f"tenant {tenant!r}"
+            raise TenantScopeError(f"an operation of tenant {held!r} cannot take {wanted}")
+        token = _tenant.set(tenant)
+        try:
+            yield
+        finally:
+            _tenant.reset(token)
+
+    def confine(self, conn: Any) -> None:
+        """Set the operation's scope for the transaction open on `conn` (transaction-local:
+        nothing stays on the connection, so it is safe behind a transaction pooler).
+        `sgam.all_tenants` is set off for a tenant, overriding anything a session set.
+        Unscoped work takes the all-tenant scope where the role may, else sees no
+        tenant's rows ('' names no tenant: labels are never empty)."""
+        if not self.confined:
+            return
+        tenant = _tenant.get()
+        if tenant is None and not self.all_tenants:
+            raise TenantScopeError(
+                "this role may not take the all-tenant scope (row security): read and "
+                "write through store.for_tenant(tenant), or connect as the tables' owner"
+            )
+        if tenant is UNSCOPED:
+            tenant = None if self.all_tenants else ""
+        conn.execute(
+            "SELECT set_config('sgam.tenant', %s, true), set_config('sgam.all_tenants', %s, true)",
+            (tenant or "", "on" if tenant is None else "off"),
+        )
 
     def ensure_ready(self) -> None:
         if not self.ready:
@@ -173,6 +239,7 @@ class PostgresEngine:
             token = _open.set(conn)
             cur = TxCursor(conn, self.layout)
             try:
+                self.confine(conn)
                 versions.lock_keys(cur, sorted(prelock))
                 return body(cur)
             finally:
@@ -188,6 +255,19 @@ class PostgresEngine:
             yield outer
             return
         with self.pool.connection() as conn:
+            if not self.confined:
+                yield conn
+                return
+            with conn.transaction():  # the scope's setting needs a transaction to live in
+                self.confine(conn)
+                yield conn
+
+    @contextmanager
+    def maintenance(self) -> Iterator[Any]:
+        """A pooled autocommit connection outside any scope, for VACUUM, which refuses a
+        transaction block and which row security does not bind."""
+        self.ensure_ready()
+        with self.pool.connection() as conn:
             yield conn
 
     @contextmanager
@@ -202,6 +282,7 @@ class PostgresEngine:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             token = _open.set(conn)
             try:
+                self.confine(conn)
                 yield conn
             finally:
                 _open.reset(token)

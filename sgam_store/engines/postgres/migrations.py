@@ -228,7 +228,65 @@ V4 = [
        WHERE supersedes_fact_id IS NOT NULL""",
 ]
 
-MIGRATIONS: list[list[str]] = [V1, V2, V3, V4]
+
+def _quote(statement: str) -> str:
+    """`statement` as an SQL string literal (for EXECUTE inside a DO block)."""
+    return "'" + statement.replace("'", "''") + "'"
+
+
+# The tables that hold a tenant's rows, each with its `tenant_id` column. fact_vectors is
+# created by `ensure_vector_table` (its dims come from the index config), and gets its
+# policies there or, when it already exists, from ROW_SECURITY below. Tables left out hold
+# ids and times only (fact_sources, episode_extractions, backfill_log) or no tenant's data
+# (sgam_meta); candidate_support holds a candidate's payload and follows its candidate.
+TENANT_TABLES = (
+    "facts",
+    "fact_keywords",
+    "episodes",
+    "ended_sessions",
+    "memory_candidates",
+    "supersession_queue",
+    "supersession_decisions",
+)
+# The operation's tenant, set per transaction by the engine (`engine.confine`); missing
+# (NULL) matches no row. `true`: a missing setting reads as NULL, not as an error.
+TENANT_MATCH = "tenant_id = current_setting('sgam.tenant', true)"
+# The all-tenant scope: honored only for the role that ran the migration (the tables'
+# owner) and its members, whatever a session sets: the policy names that role (TO), so
+# for any other role it does not exist and the tenant policy alone decides.
+ALL_TENANTS = "current_setting('sgam.all_tenants', true) = 'on'"
+
+
+def policies(table: str, tenant_match: str = TENANT_MATCH) -> list[str]:
+    """Row security for one table: its rows are the operation's tenant's, or every
+    tenant's for the owner's all-tenant scope. Created inert: `enable_row_security`
+    turns them on (SGAMStore(..., row_security=True) at setup)."""
+    return [  # dropped first: a schema rebuilt by hand may keep them (idempotent)
+        f"DROP POLICY IF EXISTS sgam_tenant ON {table}",
+        f"DROP POLICY IF EXISTS sgam_all_tenants ON {table}",
+        f"CREATE POLICY sgam_tenant ON {table} USING ({tenant_match}) WITH CHECK ({tenant_match})",
+        f"CREATE POLICY sgam_all_tenants ON {table} TO CURRENT_USER "
+        f"USING ({ALL_TENANTS}) WITH CHECK ({ALL_TENANTS})",
+    ]
+
+
+# Row security (issue 28): policies on every tenant table; see docs/postgres.md.
+ROW_SECURITY = [
+    *(s for table in TENANT_TABLES for s in policies(table)),
+    # A candidate's support rows are visible when the candidate is (its policy applies
+    # inside the EXISTS), so a payload is never read without its tenant.
+    *policies(
+        "candidate_support",
+        "EXISTS (SELECT 1 FROM memory_candidates c "
+        "WHERE c.candidate_id = candidate_support.candidate_id)",
+    ),
+    # fact_vectors exists only once a store with an index has opened the database.
+    "DO $$ BEGIN IF to_regclass('fact_vectors') IS NOT NULL THEN "
+    + " ".join(f"EXECUTE {_quote(s)};" for s in policies("fact_vectors"))
+    + " END IF; END $$",
+]
+
+MIGRATIONS: list[list[str]] = [V1, V2, V3, V4, ROW_SECURITY]
 LATEST = len(MIGRATIONS)
 
 
@@ -265,10 +323,14 @@ def migrate(conn: Any, schema: str) -> int:
     """Bring the schema to LATEST under the migration lock; return the version found.
 
     A new database's keywords use the default language's configuration; the store's
-    `setup()` may switch an empty one to the language it asks for."""
+    `setup()` may switch an empty one to the language it asks for. A schema already at
+    LATEST is left without a statement of DDL, so the application role (which may not
+    create anything) can open it."""
     with conn.transaction():
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        if _version(cur, _tables(cur, schema)) == LATEST:
+            return LATEST
         cur.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
         cur.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")
         cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
@@ -345,4 +407,52 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
             "CREATE INDEX fact_vectors_hnsw ON fact_vectors "
             "USING hnsw (embedding vector_cosine_ops) WHERE is_current"
         )
+        for statement in policies("fact_vectors"):
+            cur.execute(statement)
+        if row_security_on(cur):
+            cur.execute(_enable_sql("fact_vectors"))
         cur.execute("INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', %s)", (str(dims),))
+
+
+def _enable_sql(table: str) -> str:
+    # FORCE: the owner is bound too (only superusers and BYPASSRLS roles are not).
+    return f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY"
+
+
+def row_security_on(cur: Any) -> bool:
+    """Whether the database enforces the policies (set once by `enable_row_security`)."""
+    row = cur.execute(
+        "SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE oid = 'facts'::regclass"
+    ).fetchone()
+    return bool(row[0])
+
+
+def enable_row_security(conn: Any) -> None:
+    """Turn the policies on for every tenant table (idempotent; the owner only). There is
+    no turning them off from the library: that is a deliberate `ALTER TABLE` by a DBA."""
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        if row_security_on(cur):
+            return
+        vectors = cur.execute("SELECT to_regclass('fact_vectors') IS NOT NULL").fetchone()[0]
+        tables = [*TENANT_TABLES, "candidate_support", *(["fact_vectors"] if vectors else [])]
+        for table in tables:
+            cur.execute(_enable_sql(table))
+        # The policy's `tenant_id = current_setting(...)` is checked before `@@`, which is
+        # not leakproof, so under row security a keyword statement cannot read the GIN
+        # index: this one finds the tenant's rows instead of a scan of every tenant's.
+        # Only here: without the policies, the planner combined it with the GIN index.
+        cur.execute("CREATE INDEX IF NOT EXISTS fact_keywords_tenant ON fact_keywords (tenant_id)")
+
+
+def may_take_all_tenants(conn: Any) -> bool:
+    """Whether the connected role sees every tenant under the all-tenant scope: a member
+    of a role the all-tenant policy names (the owner), or a role RLS does not bind."""
+    row = conn.execute(
+        "SELECT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) "
+        "OR coalesce((SELECT bool_or(pg_has_role(current_user, r, 'MEMBER')) "
+        "FROM pg_policy p, unnest(p.polroles) r "
+        "WHERE p.polrelid = 'facts'::regclass AND p.polname = 'sgam_all_tenants'), false)"
+    ).fetchone()
+    return bool(row[0])

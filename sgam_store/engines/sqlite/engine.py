@@ -219,6 +219,16 @@ class SQLiteEngine:
             finally:
                 conn.execute("COMMIT")
 
+    def maintenance(self) -> _Reading:
+        """A connection for VACUUM: a reading one (SQLite has no row security to step
+        outside of)."""
+        return self.reading()
+
+    def tenant_scope(self, tenant: str | None) -> AbstractContextManager[None]:
+        """Nothing to confine: SQLite has no row security, the statements' tenant
+        predicates are the isolation (see the PostgreSQL engine's)."""
+        return nullcontext()
+
     def vector_mirror(self, dims: int) -> VectorCache:
         """An in-process copy of the current vectors, which every current search scans.
         Without a pool, the one connection sees every commit of this process, so the copy

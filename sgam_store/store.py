@@ -686,7 +686,8 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
-        return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
+        with self.engine.tenant_scope(tenant_id):
+            return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
     def changes(
         self,
@@ -707,7 +708,8 @@ class SGAMStore(BaseStore):
             raise ValueError(f"limit must be a positive integer, got {limit!r}")
         tenant = None if tenant_id is None else self.layout.check_tenant(tenant_id)
         self._ensure_ready()
-        return changes.feed(self.engine, tenant, start, end, limit)
+        with self.engine.tenant_scope(tenant):
+            return changes.feed(self.engine, tenant, start, end, limit)
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
         """Every version of the key ever written, in write order: the believed ones
@@ -715,7 +717,8 @@ class SGAMStore(BaseStore):
         `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
         self._ensure_ready()
-        return changes.key_versions(self.engine, ns, attribute)
+        with self.engine.tenant_scope(tenant_id):
+            return changes.key_versions(self.engine, ns, attribute)
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""

@@ -23,6 +23,7 @@ from sgam_store.core import namespaces
 from sgam_store.core.errors import ConfigurationError, TenantScopeError
 from sgam_store.engines.postgres import episodes as pg_episodes
 from sgam_store.engines.postgres import reads, roles
+from sgam_store.ledger import changes as ledger_changes
 from sgam_store.read import search
 from sgam_store.read.search import RetrievalConfig
 from tests.conftest import HashEmbeddings
@@ -88,6 +89,8 @@ def no_tenant_predicates(monkeypatch: pytest.MonkeyPatch) -> None:
     scope = reads._scope
     monkeypatch.setattr(reads, "_scope", lambda at, known_at, tenant: scope(at, known_at, None))
     monkeypatch.setattr(search, "tenant_of", lambda engine, scope, op: None)
+    feed = ledger_changes.feed
+    monkeypatch.setattr(ledger_changes, "feed", lambda engine, t, *rest: feed(engine, None, *rest))
     by_id = pg_episodes.by_id
     monkeypatch.setattr(pg_episodes, "by_id", lambda cur, ep, tenant_id=None: by_id(cur, ep))
     layout = namespaces.Layout
@@ -117,6 +120,8 @@ READS: dict[str, Callable[[SGAMStore], Any]] = {
     ),
     "list_namespaces": lambda s: s.for_tenant(ATTACKER).list_namespaces(),
     "history": lambda s: s.history(ATTACKER, "mira", "passport"),
+    "versions": lambda s: s.for_tenant(ATTACKER).versions(ATTACKER, "mira", "passport"),
+    "changes": lambda s: s.for_tenant(ATTACKER).changes("2000-01-01T00:00:00Z", limit=500),
     "fact_at": lambda s: s.fact_at(ATTACKER, "mira", "passport"),
     "as_of get": lambda s: (
         s.for_tenant(ATTACKER).as_of("2100-01-01T00:00:00Z").get(("mira",), "passport")
@@ -239,6 +244,9 @@ def test_the_app_roles_grants_hold_the_store_contract(databases: dict[bool, str]
         assert view.search(("kim",), query="Porto")[0].key == "city"
         assert view.list_namespaces() == [("kim",)]
         assert len(store.history("contract", "kim", "city")) == 2
+        assert len(view.versions("contract", "kim", "city")) == 3  # with the retired copy
+        assert {c.kind for c in view.changes("2000-01-01T00:00:00Z")} == {"new", "superseded"}
+        assert {f.attribute for f in store.ledger("contract")} == {"city", "pet"}
         # The plain store, with each call naming one tenant, runs in that tenant's scope.
         assert store.get(("contract", "kim"), "city").value == {"text": "moved to Porto"}
         ep = store.record_episode("contract", "I moved", source_kind="user_message")

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         extraction_messages,
     )
     from sgam_store.managers.supersession import (
+        Dismissal,
         ReviewReport,
         SupersessionVerdicts,
         create_supersession_manager,
@@ -88,6 +89,7 @@ _LAZY = {
     "extract_updates": "sgam_store.managers.extraction",
     "extraction_messages": "sgam_store.managers.extraction",
     "ReviewReport": "sgam_store.managers.supersession",
+    "Dismissal": "sgam_store.managers.supersession",
     "SupersessionVerdicts": "sgam_store.managers.supersession",
     "create_supersession_manager": "sgam_store.managers.supersession",
     "resolve_supersessions": "sgam_store.managers.supersession",
@@ -139,6 +141,7 @@ __all__ = [
     "resolve_supersessions",
     "create_supersession_manager",
     "ReviewReport",
+    "Dismissal",
     "SupersessionVerdicts",
     "SupersessionDecision",
     "Verdict",

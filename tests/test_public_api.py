@@ -35,7 +35,7 @@ PUBLIC = {
     "ConsolidationConfig", "ConsolidationResult", "consolidate", "confirm_candidate",
     "list_candidates", "sweep_candidates", "is_extracted",
     # corrections written as new memories (managers/supersession.py)
-    "resolve_supersessions", "create_supersession_manager", "ReviewReport",
+    "resolve_supersessions", "create_supersession_manager", "ReviewReport", "Dismissal",
     "SupersessionVerdicts", "SupersessionDecision", "Verdict",
     # embeddings
     "LocalMiniLM", "LOCAL_DIMS", "default_index", "local_available",

@@ -136,7 +136,8 @@ class SGAMStore(BaseStore):
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
-        connection string (`engine_options` then: schema, pool_size, prepare_threshold).
+        connection string (`engine_options` then: schema, pool_size, prepare_threshold,
+        row_security: the tenant policies, see docs/postgres.md).
         `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
         4 bytes x dims per fact, 1 with `retrieval={"vector_mirror": "int8"}`).
@@ -654,7 +655,8 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
-        return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
+        with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
+            return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""
@@ -677,7 +679,8 @@ class SGAMStore(BaseStore):
             self.facts.finish(tx)
             return closed
 
-        return self.facts.run(body)
+        with self.engine.tenant_scope(None):  # every tenant's facts
+            return self.facts.run(body)
 
     # ------------------------------------------------------------------ lifecycle
     # Expiry closes validity and keeps history; erasure removes. Logic lives in
@@ -693,7 +696,8 @@ class SGAMStore(BaseStore):
             self.facts.finish(tx)
             return report
 
-        return self.facts.run(body)
+        with self.engine.tenant_scope(None):  # every tenant's facts and episodes
+            return self.facts.run(body)
 
     def end_session(self, tenant_id: str, thread_id: str) -> RetentionReport:
         """Mark a thread's session ended and erase its session_only facts and episodes."""

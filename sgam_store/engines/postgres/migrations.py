@@ -278,7 +278,8 @@ ROW_SECURITY = [
     + " END IF; END $$",
 ]
 
-MIGRATIONS: list[list[str]] = [V1, V2, V3, ROW_SECURITY]  # ROW_SECURITY: v4 here, v5 after i30
+# One entry per schema version; ROW_SECURITY comes last, whatever its number.
+MIGRATIONS: list[list[str]] = [V1, V2, V3, ROW_SECURITY]
 LATEST = len(MIGRATIONS)
 
 

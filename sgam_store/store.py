@@ -139,7 +139,8 @@ class SGAMStore(BaseStore):
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
         connection string (`engine_options` then: schema, pool_size, prepare_threshold,
-        connect_timeout; an unreachable server raises StoreUnavailableError at once).
+        connect_timeout, an unreachable server then raising StoreUnavailableError at once;
+        row_security: the tenant policies, see docs/postgres.md).
         `vector_cache=False` searches the engine's vector index
         instead of an in-process mirror of the current vectors (SQLite only; it costs
         4 bytes x dims per fact, 1 with `retrieval={"vector_mirror": "int8"}`).
@@ -686,7 +687,7 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
-        with self.engine.tenant_scope(tenant_id):
+        with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
             return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
     def changes(
@@ -741,7 +742,8 @@ class SGAMStore(BaseStore):
             self.facts.finish(tx)
             return closed
 
-        return self.facts.run(body)
+        with self.engine.tenant_scope(None):  # every tenant's facts
+            return self.facts.run(body)
 
     # ------------------------------------------------------------------ lifecycle
     # Expiry closes validity and keeps history; erasure removes. Logic lives in
@@ -757,7 +759,8 @@ class SGAMStore(BaseStore):
             self.facts.finish(tx)
             return report
 
-        return self.facts.run(body)
+        with self.engine.tenant_scope(None):  # every tenant's facts and episodes
+            return self.facts.run(body)
 
     def end_session(self, tenant_id: str, thread_id: str) -> RetentionReport:
         """Mark a thread's session ended and erase its session_only facts and episodes."""

@@ -161,6 +161,9 @@ def test_the_app_role_cannot_take_the_all_tenant_scope(app: SGAMStore) -> None:
         app.search((), query="passport")
     with pytest.raises(TenantScopeError):
         app.list_namespaces()
+    for all_tenants in (app.ledger, app.run_retention, app.sweep_ttl):
+        with pytest.raises(TenantScopeError):
+            all_tenants()
     with app.engine.tenant_scope(ATTACKER):  # inside a tenant's operation
         with pytest.raises(TenantScopeError), app.engine.tenant_scope(None):
             pass

@@ -286,6 +286,7 @@ ROW_SECURITY = [
     + " END IF; END $$",
 ]
 
+# One entry per schema version; ROW_SECURITY comes last, whatever its number.
 MIGRATIONS: list[list[str]] = [V1, V2, V3, V4, ROW_SECURITY]
 LATEST = len(MIGRATIONS)
 

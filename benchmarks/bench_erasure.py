@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bench_store import QUICK, CachedHashEmbeddings, environment, index_config, plan
 
@@ -48,16 +49,16 @@ def markers(n: int) -> list[str]:
     return ["zq" + "".join(rng.choice(LETTERS) for _ in range(10)) for _ in range(n)]
 
 
-def build(directory: Path, size: int) -> tuple[Path, list[str], CachedHashEmbeddings]:
-    """The template file: the workload, then mira's versions; checkpointed, WAL empty."""
+def build(target: str, size: int) -> tuple[list[str], CachedHashEmbeddings]:
+    """The template (a SQLite file or a PostgreSQL database): the workload, with mira's
+    versions written between its batches; on SQLite checkpointed, the WAL empty."""
     workload = plan(size, QUICK, seed=1)
     embedder = CachedHashEmbeddings()
     words = markers(45)
     texts = [f"{w} note {i}" for i, w in enumerate(words)]
     embedder.warm([*workload.texts(), *texts], lists=False)
-    path = directory / "template.db"
     started = time.perf_counter()
-    store = SGAMStore(str(path), index=index_config(embedder))
+    store = SGAMStore(target, index=index_config(embedder))
     store.setup()
     try:
         batches = workload.load_batches + workload.update_batches
@@ -75,11 +76,12 @@ def build(directory: Path, size: int) -> tuple[Path, list[str], CachedHashEmbedd
                 valid_from=f"2026-01-01T00:{i:02d}:00Z", source_episode_id=f"ep{i}",
             )  # fmt: skip
             store.replace_fact(fact)
-        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if not target.startswith("postgres"):
+            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         store.close()
     print(f"built {size} facts + {len(texts)} versions in {time.perf_counter() - started:.1f} s")
-    return path, words, embedder
+    return words, embedder
 
 
 def left(directory: Path, words: list[str]) -> tuple[int, int]:
@@ -144,6 +146,38 @@ def stepwise(run: Run, words: list[str], optimize: bool) -> None:
         run.step("+ wal_checkpoint(TRUNCATE)", lambda: erasure.checkpoint(engine.conn), words)
 
 
+def on_postgres(size: int, repeat: int) -> dict[str, Any]:
+    """Plain and secure purges of mira on copies (CREATE DATABASE ... TEMPLATE) of one
+    database built on the embedded server; seconds only (the bytes are the tests')."""
+    import psycopg
+    from bench_store import Databases
+
+    databases = Databases(None)
+    try:
+        template = databases.fresh()
+        _, embedder = build(template, size)
+        name = urlsplit(template).path.lstrip("/")
+        results: dict[str, Any] = {"size": size, "engine": "postgres"}
+        for variant, secure in (("plain", False), ("secure", True)):
+            times = []
+            for i in range(repeat):
+                with psycopg.connect(databases.pg.base_uri(), autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{name}_{variant}{i}" TEMPLATE "{name}"')
+                copy = databases.pg.with_database(template, f"{name}_{variant}{i}")
+                store = SGAMStore(copy, index=index_config(embedder))
+                started = time.perf_counter()
+                report = store.purge(TENANT, SUBJECT, secure_delete=secure)
+                times.append(round(time.perf_counter() - started, 3))
+                store.close()
+            results[variant] = {
+                "seconds": statistics.median(times), "runs": times,
+                "checkpointed": report.checkpointed,
+            }  # fmt: skip
+        return results
+    finally:
+        databases.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
@@ -152,10 +186,21 @@ def main() -> None:
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help=f"some of {','.join(VARIANTS)}"
     )
+    parser.add_argument(
+        "--engine", choices=("sqlite", "postgres"), default="sqlite",
+        help="postgres: time plain and secure purges on an embedded server (no byte counts)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.engine == "postgres":
+        results = on_postgres(args.size, args.repeat)
+        print(json.dumps(results, indent=2))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return
     with tempfile.TemporaryDirectory(prefix="sgam-erasure-") as tmp:
         root = Path(tmp)
-        template, words, embedder = build(root, args.size)
+        template = root / "template.db"
+        words, embedder = build(str(template), args.size)
         print(f"template file: {template.stat().st_size / 1e6:.1f} MB")
         results: dict[str, Any] = {"size": args.size, "environment": environment()}
         chosen = args.variants.split(",")

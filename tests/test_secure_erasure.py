@@ -170,6 +170,28 @@ def test_secure_purge_leaves_no_byte_of_the_erased_data(sqlite_store: SGAMStore,
     assert all(any(b in data for data in after.values()) for b in kept)
 
 
+def test_a_reader_in_another_connection_defers_the_scrub_to_vacuum(tmp_path: Path) -> None:
+    """A read transaction elsewhere keeps the WAL (which then holds the rebuilt pages
+    and the old ones) from being copied back and truncated: the purge says so, and
+    `vacuum()` finishes once the reader is gone."""
+    from sgam_store.engines.sqlite import connection
+
+    with SGAMStore.from_conn_string(str(tmp_path / "m.db")) as store:
+        store.setup()
+        s = seed(store)
+        reader = connection.connect(str(tmp_path / "m.db"))
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM facts").fetchone()
+        report = _purge(store, "subject")
+        assert report.checkpointed is False
+        assert copies(files_of(tmp_path), s.erased("subject"))  # still there, as reported
+        reader.execute("COMMIT")
+        reader.close()
+        store.vacuum()
+        assert copies(files_of(tmp_path), s.erased("subject")) == {}
+        assert set(copies(files_of(tmp_path), s.kept("subject"))) == set(s.kept("subject"))
+
+
 def _capture_vectors(store: SGAMStore, s: Seeded) -> None:
     """Each marker's stored vector, read before the purge (with an index only)."""
     rows = store.conn.execute(

@@ -276,3 +276,22 @@ def test_the_app_roles_grants_hold_the_store_contract(databases: dict[bool, str]
         assert view.get(("kim",), "pet") is None
         assert view.as_of(PAST).get(("kim",), "city") is None
         assert SECRET not in repr(view.search((), query="passport", limit=50))
+
+
+def test_the_app_role_reviews_its_tenants_corrections(databases: dict[bool, str]) -> None:
+    """The supersession review, LangMem's correction under a new key, as the application
+    role under row security: it finds the tenant's memories and retires the old one (an
+    unscoped read would see no row, and the correction would be dismissed silently)."""
+    from sgam_store import resolve_supersessions
+    from sgam_store.testing import ScriptedChatModel, verdicts
+
+    with SGAMStore.from_conn_string(databases[True], index=_index()) as store:
+        store.setup()
+        view = store.for_tenant("reviewed")
+        view.put(("ana",), "m1", {"content": "Ana's passport deadline is 2026-07-15"})
+        view.put(("ana",), "m2", {"content": "Correction: Ana's deadline moved to 2026-06-30"})
+        model = ScriptedChatModel(replies=[verdicts("supersedes")])
+        report = resolve_supersessions(store, model, tenant_id="reviewed")
+        assert report.reviewed == 1, report
+        assert [i.key for i in view.search(("ana",))] == ["m2"]  # m1 is no longer current
+        assert len(store.history("reviewed", "ana", "m1")) == 1  # closed, kept

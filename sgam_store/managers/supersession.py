@@ -253,6 +253,18 @@ def resolve_supersessions(
     """Review up to `limit` queued memories (of one tenant, or any): decide, record,
     apply. Idempotent: a reviewed memory leaves the queue. `model` may be a function
     that returns one, called only when some memory has candidates to decide on."""
+    # One tenant's review runs in that tenant's scope, so row security (PostgreSQL) lets
+    # the application role read and write its rows; None is the all-tenant scope.
+    with store.engine.tenant_scope(tenant_id):
+        return _resolve(store, model, tenant_id, limit)
+
+
+def _resolve(
+    store: SGAMStore,
+    model: BaseChatModel | Callable[[], BaseChatModel],
+    tenant_id: str | None,
+    limit: int,
+) -> ReviewReport:
     from langchain_core.language_models import BaseChatModel
 
     reviews, idle = pending_reviews(store, tenant_id, limit=limit)
@@ -318,6 +330,6 @@ def _evidence(store: SGAMStore, fact: Fact) -> dict[str, Any]:
 
 def _source(store: SGAMStore, fact: Fact) -> str:
     """What said it: the episode's text, or the source marker (a thread, a run)."""
-    said = store.who_said(fact)
+    said = store.who_said(fact, tenant_id=fact.tenant_id)
     content = getattr(said, "content", None)
     return f"{fact.source_episode_id}: {content!r}" if content else fact.source_episode_id

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_store import QUICK, CachedHashEmbeddings, environment, index_config, plan
+from harness import QUICK, CachedHashEmbeddings, environment, index_config, plan
 
 from sgam_store import MemoryFact, SGAMStore
 

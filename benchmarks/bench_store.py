@@ -77,12 +77,6 @@ STORE_KEYS = {
 }
 
 
-# ---------------------------------------------------------------------- embedder
-
-
-# ---------------------------------------------------------------------- workload
-
-
 # ---------------------------------------------------------------------- stores
 
 
@@ -162,9 +156,6 @@ def open_postgres(uri: str, embedder: Embeddings, flat: bool = False) -> Contend
 def open_memory(embedder: Embeddings) -> Contender:
     store = InMemoryStore(index=index_config(embedder))  # type: ignore[arg-type]
     return Contender(MEMORY, store, lambda: None)
-
-
-# ---------------------------------------------------------------------- timing
 
 
 # ---------------------------------------------------------------------- checks

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from bench_store import QUICK, TOP_K, CachedHashEmbeddings, Databases, index_config, plan
+from harness import QUICK, TOP_K, CachedHashEmbeddings, Databases, index_config, plan
 from langgraph.store.base import BaseStore
 
 from sgam_store import SGAMStore

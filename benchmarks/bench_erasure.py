@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench_store import QUICK, CachedHashEmbeddings, environment, index_config, plan
+from harness import QUICK, CachedHashEmbeddings, environment, index_config, plan
 
 from sgam_store import MemoryFact, SGAMStore
 

@@ -35,17 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_store import (
+from bench_store import SGAM, SGAM_VECTOR, SQLITE, _cell, _ratio
+from harness import (
     BATCH,
-    SGAM,
-    SGAM_VECTOR,
-    SQLITE,
     TOP_K,
     CachedHashEmbeddings,
     Contender,
     Timings,
-    _cell,
-    _ratio,
     aligned,
     environment,
     index_config,

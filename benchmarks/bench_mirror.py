@@ -34,16 +34,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_store import (
+from bench_store import SQLITE, open_sqlite
+from harness import (
     FULL,
-    SQLITE,
     TOP_K,
     CachedHashEmbeddings,
     Workload,
     aligned,
     environment,
     index_config,
-    open_sqlite,
     plan,
     round_robin,
 )

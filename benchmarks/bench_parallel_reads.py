@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_store import QUICK, TOP_K, CachedHashEmbeddings, Workload, index_config, plan
+from harness import QUICK, TOP_K, CachedHashEmbeddings, Workload, index_config, plan
 
 from sgam_store import SGAMStore
 

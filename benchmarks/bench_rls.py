@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import bench_store  # noqa: E402  (the workload and the timing harness)
+import harness  # noqa: E402  (the workload and the timing harness)
 
 from sgam_store import SGAMStore  # noqa: E402
 
@@ -60,10 +60,10 @@ def as_role(uri: str, role: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
 
 
-def load(uri: str, work: bench_store.Workload, embedder: Any, log: Any) -> None:
+def load(uri: str, work: harness.Workload, embedder: Any, log: Any) -> None:
     """The workload's facts, written by the owner, row security on."""
     started = time.perf_counter()
-    index = bench_store.index_config(embedder)
+    index = harness.index_config(embedder)
     with SGAMStore.from_conn_string(uri, index=index, row_security=True) as owner:
         owner.setup()
         for batch in work.load_batches:
@@ -83,7 +83,7 @@ def make_roles(uri: str) -> dict[str, str]:
 
 
 def open_handles(uris: dict[str, str], embedder: Any) -> dict[str, SGAMStore]:
-    index = bench_store.index_config(embedder)
+    index = harness.index_config(embedder)
     stores = {
         "off": SGAMStore(uris["bypass"], index=index),
         "setting": SGAMStore(uris["bypass"], index=index),
@@ -95,7 +95,7 @@ def open_handles(uris: dict[str, str], embedder: Any) -> dict[str, SGAMStore]:
     return stores
 
 
-def searches(work: bench_store.Workload, scope: str) -> list[tuple[str, tuple[str, ...], str]]:
+def searches(work: harness.Workload, scope: str) -> list[tuple[str, tuple[str, ...], str]]:
     """(tenant, namespace prefix inside the tenant, query) samples."""
     if scope == "tenant":
         return [(t, (), q) for t, q in work.tenant_queries]
@@ -103,7 +103,7 @@ def searches(work: bench_store.Workload, scope: str) -> list[tuple[str, tuple[st
 
 
 def measure(
-    stores: dict[str, SGAMStore], work: bench_store.Workload, scopes: list[str], samples: Any
+    stores: dict[str, SGAMStore], work: harness.Workload, scopes: list[str], samples: Any
 ) -> list[dict[str, Any]]:
     rows = []
     for scope in scopes:
@@ -114,7 +114,7 @@ def measure(
             def runner(store: SGAMStore) -> Any:
                 return lambda s: store.for_tenant(s[0]).search(s[1], query=s[2], limit=10)
 
-            timings = bench_store.round_robin(
+            timings = harness.round_robin(
                 {name: runner(store) for name, store in stores.items()},
                 searches(work, scope),
                 budget_s=samples.read_budget_s,
@@ -123,12 +123,12 @@ def measure(
             answers = {n: [[i.key for i in r] for r in out] for n, out in timings.outputs.items()}
             n = min(len(a) for a in answers.values())
             same = all(answers[h][:n] == answers["off"][:n] for h in HANDLES)
-            medians = {h: bench_store.summary(timings.seconds[h])["median_s"] for h in HANDLES}
+            medians = {h: harness.summary(timings.seconds[h])["median_s"] for h in HANDLES}
             rows.append({"scope": scope, "mode": mode, "median_s": medians, "same_answers": same})
     return rows
 
 
-def explain(uris: dict[str, str], work: bench_store.Workload, embedder: Any) -> dict[str, str]:
+def explain(uris: dict[str, str], work: harness.Workload, embedder: Any) -> dict[str, str]:
     """Plans of a tenant's keyword and vector candidates, bound by the policy or not. The
     keyword statement is the store's (`reads.keyword_hits`: the configuration read from
     sgam_meta inside `to_tsquery`), and the same with the tsquery computed once."""
@@ -188,18 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     scopes = [s for s in args.scopes.split(",") if s]
-    samples = bench_store.QUICK
-    databases = bench_store.Databases(args.pg_uri)
-    report: dict[str, Any] = {"environment": bench_store.environment(), "runs": []}
+    samples = harness.QUICK
+    databases = harness.Databases(args.pg_uri)
+    report: dict[str, Any] = {"environment": harness.environment(), "runs": []}
     for size in args.size or [20_000]:
-        bench_store.TENANTS = max(1, size // TENANT_FACTS)  # tenants of 10k facts
-        work = bench_store.plan(size, samples, args.seed)
-        embedder = bench_store.CachedHashEmbeddings()
+        harness.TENANTS = max(1, size // TENANT_FACTS)  # tenants of 10k facts
+        work = harness.plan(size, samples, args.seed)
+        embedder = harness.CachedHashEmbeddings()
         embedder.warm(work.texts())
         uri = databases.fresh()
-        print(
-            f"== {size:,} facts, {bench_store.TENANTS} tenants of {TENANT_FACTS:,} ==", flush=True
-        )
+        print(f"== {size:,} facts, {harness.TENANTS} tenants of {TENANT_FACTS:,} ==", flush=True)
         load(uri, work, embedder, print)
         uris = make_roles(uri)
         stores = open_handles(uris, embedder)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from bench_store import QUICK, TOP_K, Databases, plan
+from harness import QUICK, TOP_K, Databases, plan
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 

@@ -23,15 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench_store import (
-    FULL,
-    TOP_K,
-    CachedHashEmbeddings,
-    Workload,
-    environment,
-    index_config,
-    plan,
-)
+from harness import FULL, TOP_K, CachedHashEmbeddings, Workload, environment, index_config, plan
 
 from sgam_store import SGAMStore, connect
 

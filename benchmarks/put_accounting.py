@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_store import (
+from harness import (
     BATCH,
     FULL,
     CachedHashEmbeddings,

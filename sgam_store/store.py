@@ -53,6 +53,7 @@ from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
 from sgam_store.read.search import Scope
+from sgam_store.views import View
 from sgam_store.write import service, supersession
 from sgam_store.write.facts import FactWriter
 
@@ -721,16 +722,12 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant_id):
             return changes.key_versions(self.engine, ns, attribute)
 
-    def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> Any:
+    def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> View:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""
-        from sgam_store.views import View
-
         return View(self, Scope(at=clock.normalize(valid_at), known_at=_ts(known_at)))
 
-    def for_tenant(self, tenant_id: str) -> Any:
+    def for_tenant(self, tenant_id: str) -> View:
         """A BaseStore whose namespaces are relative to `tenant_id` and cannot leave it."""
-        from sgam_store.views import View
-
         return View(self, Scope(tenant=self.layout.check_tenant(tenant_id)))
 
     def sweep_ttl(self) -> int:

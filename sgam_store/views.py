@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -34,7 +34,30 @@ from sgam_store.read.search import Scope
 
 if TYPE_CHECKING:
     from sgam_store.core.models import Change, Fact
-    from sgam_store.store import SGAMStore
+
+
+class ViewedStore(Protocol):
+    """What a view calls on the store it looks through. Typed here, structurally, so the
+    store imports views (it builds them) and views import nothing of the store."""
+
+    layout: namespaces.Layout
+
+    def execute(self, ops: list[Op], scope: Scope, *, read_only: bool = False) -> list[Result]: ...
+
+    async def aexecute(
+        self, ops: list[Op], scope: Scope, *, read_only: bool = False
+    ) -> list[Result]: ...
+
+    def changes(
+        self,
+        since: clock.Timestamp,
+        *,
+        tenant_id: str | None = None,
+        until: clock.Timestamp | None = None,
+        limit: int = 100,
+    ) -> list[Change]: ...
+
+    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
 
 
 class View(BaseStore):
@@ -42,7 +65,7 @@ class View(BaseStore):
 
     __slots__ = ("scope", "store")
 
-    def __init__(self, store: SGAMStore, scope: Scope) -> None:
+    def __init__(self, store: ViewedStore, scope: Scope) -> None:
         self.store = store
         self.scope = scope
 

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from sgam_store import SGAMStore, cli
-from sgam_store.cli import commands
+from sgam_store.cli import commands, common
 from sgam_store.read.embeddings import local_available
 
 
@@ -41,7 +41,7 @@ def test_demo_json(tmp_path) -> None:
 def sgam(monkeypatch, capsys, *argv: str, width: int = 100) -> tuple[int, str, str]:
     """Run `sgam` in-process on a console of `width` columns; (status, stdout, stderr)."""
     screen = io.StringIO()
-    monkeypatch.setattr(commands, "console", Console(file=screen, width=width, color_system=None))
+    monkeypatch.setattr(common, "console", Console(file=screen, width=width, color_system=None))
     status = cli.main(list(argv))
     captured = capsys.readouterr()
     return status, screen.getvalue() + captured.out, captured.err

@@ -12,6 +12,8 @@ from typing import Any
 
 from rich.table import Table
 
+from sgam_store.cli import common
+from sgam_store.cli.common import existing_store
 from sgam_store.core.models import Change
 from sgam_store.harness.render import plain_table
 
@@ -31,8 +33,6 @@ def add_changes_command(sub: Any) -> None:
 
 
 def cmd_changes(args: argparse.Namespace) -> int:
-    from sgam_store.cli.commands import console, existing_store  # it registers this command
-
     with existing_store(args.db, schema=args.schema) as store:
         feed = store.changes(args.since, tenant_id=args.tenant, until=args.until, limit=args.limit)
     if args.json:
@@ -43,7 +43,7 @@ def cmd_changes(args: argparse.Namespace) -> int:
             f"no changes since {args.since}" + (f" for tenant {args.tenant}" if args.tenant else "")
         )
         return 0
-    console.print(changes_table(feed))
+    common.console.print(changes_table(feed))
     return 0
 
 

@@ -7,14 +7,10 @@ Each class also derives from the builtin that LangGraph code and users already c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from langgraph.store.base import InvalidNamespaceError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-if TYPE_CHECKING:
-    from sgam_store.core.models import Fact
-    from sgam_store.ledger.policies import Decision
+from sgam_store.core.decision import Decision
 
 __all__ = [
     "SGAMError",
@@ -61,10 +57,11 @@ class KeptExistingError(ConflictError):
     """A conflict policy decided to keep the stored fact; the incoming one was not written.
 
     A `ConflictError` because the contract is the same (nothing written), with the
-    policy's `decision` (who decided, and why) and the `existing` fact that won.
+    policy's `decision` (who decided, and why) and the `existing` fact that won (a
+    `core.models.Fact`, typed by its base class because `core.models` imports this module).
     """
 
-    def __init__(self, message: str, *, decision: Decision, existing: Fact) -> None:
+    def __init__(self, message: str, *, decision: Decision, existing: BaseModel) -> None:
         super().__init__(message)
         self.decision = decision
         self.existing = existing

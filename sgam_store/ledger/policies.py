@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from sgam_store.core.decision import Decision
 from sgam_store.ledger.episodes import Episode
 
 DEFAULT_RANKS: Mapping[str, int] = {
@@ -44,13 +45,6 @@ class Claim:
     source_episode_id: str
     episode: Episode | None  # None: an external marker, or an id that is not an episode
     recorded_at: str  # stored-form instant the store learned the source (episode, else fact)
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: Literal["keep", "replace"]
-    reason: str
-    decided_by: str  # the policy name written to the ledger's decided_by column
 
 
 class ConflictPolicy(Protocol):

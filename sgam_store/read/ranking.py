@@ -1,15 +1,17 @@
-"""Hybrid ranking: a search's vector and keyword rankings, fused into one order.
+"""A search with a query, end to end: candidates, the vector and keyword rankings, fusion.
 
-`Ranker` runs both rankings for a query (the pieces that call the engine live in
-`search`; the vector side may scan the in-process cache in a thread of its own) and fuses them with
-the functions below. The score it reports is a similarity that never rises with rank.
-Nothing here writes.
+`Ranker` runs both rankings (the vector side may scan the in-process cache in a thread
+of its own), admits their candidates against the scope (`Candidates`, deepening until
+enough pass) and fuses them with the functions below. The score it reports is a
+similarity that never rises with rank. The read path runs one way: this module calls
+`search` for the scope's pieces (tenant, prefix), items and listings, and `search`
+calls nothing here. Nothing here writes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -20,7 +22,7 @@ from sgam_store import ledger
 from sgam_store.core.models import Fact
 from sgam_store.read import search
 from sgam_store.read.index import IndexSpec
-from sgam_store.read.search import Candidates, Ranked, RetrievalConfig, Scan, Scope
+from sgam_store.read.search import Batch, Fetch, Hits, Ranked, RetrievalConfig, Scan, Scope
 
 # Hybrid search overlaps the vector scan with the keyword ranking from this many vectors
 # in scope. Measured (2 cores): 400 vectors 1.16 vs 1.19 ms sequential, 2,000 1.53 vs
@@ -49,7 +51,7 @@ class Ranker:
         self._engine = engine
         self._spec = spec
         self._cache = cache
-        self._terms = search.TermStats()
+        self._terms = TermStats()
         self._pool: ThreadPoolExecutor | None = None  # see `_scan`
         self._pool_pid = 0
 
@@ -133,15 +135,15 @@ class Ranker:
             return self._rank_small(conn, scope, op, query_vec if use_vectors else None, cfg, small)
         seen = Candidates(engine, conn, scope, op)
         if not use_vectors:
-            return search.keyword_ranking(engine, conn, scope, op, want, seen), True
+            return keyword_ranking(engine, conn, scope, op, want, seen), True
         assert query_vec is not None
         if cfg.mode == "vector":
             scan = self._scan(conn, scope, op, query_vec, depth, overlap=False)
-            found = search.vector_ranking(engine, conn, scope, op, query_vec, depth, seen, scan())
+            found = vector_ranking(engine, conn, scope, op, query_vec, depth, seen, scan())
             return found, False
         # The keyword query is prepared before the scan starts, so the two threads do not
         # contend for the GIL while both run Python.
-        keywords = search.keyword_match(engine, conn, scope, op, self._terms)
+        keywords = keyword_match(engine, conn, scope, op, self._terms)
         scan = self._scan(conn, scope, op, query_vec, depth, overlap=True)
         vector, keyword = hybrid_rankings(
             engine, conn, scope, op, query_vec, depth, seen, scan, keywords
@@ -151,7 +153,7 @@ class Ranker:
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
         missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = search.cosine_for(engine, conn, missing, query_vec, scan())
+        extra = cosine_for(engine, conn, missing, query_vec, scan())
         cosine.update(extra)
         vector = sorted(
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
@@ -191,9 +193,9 @@ class Ranker:
         keyword: Ranked = []
         if query_vec is None or hybrid:
             match = (
-                search.scope_keyword_match(self._engine, conn, scope, op, ids, self._terms)
+                scope_keyword_match(self._engine, conn, scope, op, ids, self._terms)
                 if hybrid
-                else search.keyword_match(self._engine, conn, scope, op, None)
+                else keyword_match(self._engine, conn, scope, op, None)
             )
             hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
             keyword = [(fid, score, found[fid]) for fid, score in hits]
@@ -247,7 +249,7 @@ class Ranker:
 
         def run() -> Scan:
             scan = cache.scan(query_vec, tenant)
-            scan.top(search.vector_depth(want))  # ranked here too, off the main thread
+            scan.top(vector_depth(want))  # ranked here too, off the main thread
             return scan
 
         if overlap and _CORES > 1 and cache.count(tenant) >= OVERLAP_MIN_VECTORS:
@@ -263,6 +265,228 @@ class Ranker:
         return self._pool
 
 
+# ------------------------------------------------ candidates and the two rankings
+
+
+class Candidates:
+    """Candidate facts checked against the scope, prefix and filters, each at most once.
+
+    Rankings carry row ids, not rows: only the page that is returned is read in full
+    (the engine's `rows_by_id`), so candidates that do not make the page cost two
+    integers each. A hybrid search checks both rankings' candidates here in one query.
+    """
+
+    def __init__(self, engine: Any, conn: Any, scope: Scope, op: SearchOp) -> None:
+        self.engine = engine
+        self.conn = conn
+        self.scope = scope
+        self.op = op
+        self.rows: dict[int, int | None] = {}  # fact_id -> visible version's row_id
+
+    def check(self, fact_ids: Iterable[int]) -> None:
+        unknown = [fid for fid in dict.fromkeys(fact_ids) if fid not in self.rows]
+        if not unknown:
+            return
+        scope, op = self.scope, self.op
+        found = self.engine.reads.admitted(
+            self.conn,
+            scope.at,
+            scope.known_at,
+            *search.narrow(self.engine, scope, op),
+            op.filter,
+            unknown,
+        )
+        self.rows.update({fid: found.get(fid) for fid in unknown})
+
+    def admit(self, hits: Hits) -> Ranked:
+        """The admitted facts of `hits` (best first), each once, at its best score."""
+        self.check(fid for fid, _ in hits)
+        ranked: Ranked = []
+        taken: set[int] = set()
+        for fid, score in hits:
+            row = self.rows[fid]
+            if row is not None and fid not in taken:
+                taken.add(fid)
+                ranked.append((fid, score, row))
+        return ranked
+
+
+def deepen(fetch: Fetch, n: int, want: int, seen: Candidates, first: Batch | None = None) -> Ranked:
+    """Rank `n` hits, then 4x as many, until `want` are admitted or the hits run out.
+
+    Each ranking is exact within its n; filters run after it, so n grows instead of
+    guessing. `first` is the n-hit batch when the caller already fetched it.
+    """
+    hits, exhausted = first if first is not None else fetch(n)
+    while True:
+        ranked = seen.admit(hits)
+        if len(ranked) >= want or exhausted:
+            return ranked
+        n *= 4
+        hits, exhausted = fetch(n)
+
+
+def vector_depth(want: int) -> int:
+    return max(64, want * 4)
+
+
+def cached_vectors(scan: Scan) -> Fetch:
+    """Hits from the in-process cache's scan: no k ceiling, so no scan fallback."""
+    return lambda n: (scan.top(n), n >= scan.count)
+
+
+def vector_ranking(
+    engine: Any,
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    query_vec: bytes,
+    want: int,
+    seen: Candidates,
+    scan: Scan | None = None,
+    first: Batch | None = None,
+) -> Ranked:
+    """(fact_id, similarity, row_id) best first: from the cache's `scan` when given,
+    else from the engine's vector index (point-in-time searches), which past its k
+    ceiling falls back to an exact scan."""
+    if scan is not None:
+        return deepen(cached_vectors(scan), vector_depth(want), want, seen, first)
+    capped = False
+    tenant = search.tenant_of(engine, scope, op)
+
+    def knn(n: int) -> Batch:
+        nonlocal capped
+        hits, exhausted, capped = engine.reads.nearest(conn, query_vec, n, tenant, scope.current)
+        return hits, exhausted
+
+    ranked = deepen(knn, vector_depth(want), want, seen)
+    if len(ranked) < want and capped:
+        return engine.reads.nearest_exact(
+            conn, scope.at, scope.known_at, *search.narrow(engine, scope, op), op.filter, query_vec
+        )
+    return ranked
+
+
+# In hybrid search a term found in more than this share of all keyword rows (and in more
+# than COMMON_TERM_MIN_ROWS of them) is dropped: its IDF is near zero, so it barely changes
+# BM25 order, yet scoring its posting list dominates the query's cost.
+COMMON_TERM_SHARE = 0.1
+COMMON_TERM_MIN_ROWS = 1000
+
+
+class TermStats:
+    """Document frequencies of query terms, cached per store.
+
+    Counting a term's rows can walk its whole posting list (milliseconds for a common
+    term), so counts are remembered and forgotten when the keyword index has grown by a
+    tenth since they were taken: they only decide which terms to drop.
+    """
+
+    def __init__(self) -> None:
+        self.rows_at_fill = 0
+        self.frequency: dict[str, int] = {}
+
+    def common(self, engine: Any, conn: Any, terms: list[str]) -> set[str]:
+        # The highest row id counts every version ever written: an upper bound on keyword
+        # rows (one per fact) that costs one index seek.
+        rows = engine.reads.highest_row_id(conn)
+        if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
+            self.frequency, self.rows_at_fill = {}, rows
+        ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
+        for term in terms:
+            if term not in self.frequency:
+                self.frequency[term] = engine.reads.keyword_frequency(conn, term)
+        return {t for t in terms if self.frequency[t] > ceiling}
+
+
+# In hybrid search of a small scope (see SMALL_SCOPE_MAX) a term is also dropped
+# when it is in more than this share of the scope's facts and more than
+# SCOPE_COMMON_MIN_ROWS of them. A speaker's name is in half of a conversation's turns:
+# rare in the store, so kept by the cut above, it matched nearly any turn of the
+# conversation and gave the best keyword hit a full share for the name and one common
+# word (benchmarks/README.md, the harder evaluation: tune recall@10 0.609 -> 0.639).
+SCOPE_COMMON_SHARE = 0.25
+SCOPE_COMMON_MIN_ROWS = 32
+
+
+def scope_frequency(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, term: str, fact_ids: list[int]
+) -> int:
+    """How many of `fact_ids` hold `term`."""
+    query = engine.reads.keyword_query(conn, [term], search.tenant_of(engine, scope, op))
+    return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
+
+
+def scope_keyword_match(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
+) -> Any | None:
+    """`keyword_match` for hybrid search of the small scope `fact_ids`: terms common in
+    the store or in the scope dropped (see SCOPE_COMMON_SHARE)."""
+    terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
+    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
+    if len(fact_ids) > ceiling:  # else no term can be in more of them
+        terms = [
+            t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling
+        ]
+    return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
+
+
+def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
+    common = stats.common(engine, conn, terms) if terms else set()
+    return [t for t in terms if t not in common]
+
+
+def keyword_match(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, prune: TermStats | None
+) -> Any | None:
+    """The engine's keyword query for `op.query` in scope; `prune` drops very common terms
+    (hybrid search, where vectors carry the semantics). None when nothing can match.
+
+    The engine analyzes the query as its keyword rows were (`core.analysis`: the
+    database's language), so its terms are spelled as the index's."""
+    terms = engine.reads.keyword_terms(conn, op.query or "")
+    if prune is not None:
+        terms = drop_common_terms(engine, conn, terms, prune)
+    return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
+
+
+def keyword_depth(want: int) -> int:
+    return max(32, want * 2)
+
+
+def keyword_fetch(engine: Any, conn: Any, query: Any) -> Fetch:
+    """Hits of the engine's keyword `query` by BM25 alone, scores in [0, 1), higher is
+    better."""
+
+    def fetch(n: int) -> Batch:
+        hits = engine.reads.keyword_hits(conn, query, n)
+        return hits, len(hits) < n
+
+    return fetch
+
+
+def keyword_ranking(
+    engine: Any, conn: Any, scope: Scope, op: SearchOp, want: int, seen: Candidates
+) -> Ranked:
+    """(fact_id, BM25 score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
+    match = keyword_match(engine, conn, scope, op, None)
+    if match is None:
+        return []
+    return deepen(keyword_fetch(engine, conn, match), keyword_depth(want), want, seen)[:want]
+
+
+def cosine_for(
+    engine: Any, conn: Any, fact_ids: list[int], query_vec: bytes, scan: Scan | None = None
+) -> dict[int, float]:
+    """Exact best-field cosine similarity for facts found by keywords only."""
+    if not fact_ids:
+        return {}
+    if scan is not None:
+        return scan.similarity(fact_ids)
+    return engine.reads.similarities(conn, fact_ids, query_vec)
+
+
 def contributed(depth: int, cfg: RetrievalConfig) -> int:
     """How many vector candidates enter fusion. Rank fusion counts each list's ranks
     alike, so both give `depth` (given 4x as many, RRF followed BM25 among its hits:
@@ -270,7 +494,7 @@ def contributed(depth: int, cfg: RetrievalConfig) -> int:
     normalizes the cosines over the wider `vector_depth`: over `depth` alone it lost
     questions that keywords decide (benchmarks/retrieval_eval.py, hybrid recall@1/5/10
     0.878 / 0.956 / 0.972 -> 0.828 / 0.917 / 0.956 at depth 30)."""
-    return depth if cfg.fusion == "rrf" else search.vector_depth(depth)
+    return depth if cfg.fusion == "rrf" else vector_depth(depth)
 
 
 def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
@@ -302,19 +526,15 @@ def hybrid_rankings(
     `keywords` is the engine's keyword query. The first batch of both sides is checked
     against the scope in one query.
     """
-    keyword_fetch: search.Fetch = (
-        search.keyword_fetch(engine, conn, keywords) if keywords else lambda n: ([], True)
+    fetch_keywords: Fetch = (
+        keyword_fetch(engine, conn, keywords) if keywords else lambda n: ([], True)
     )
-    kw_first = keyword_fetch(search.keyword_depth(want))
+    kw_first = fetch_keywords(keyword_depth(want))
     cached = scan()
-    vec_first = (
-        search.cached_vectors(cached)(search.vector_depth(want)) if cached is not None else None
-    )
+    vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
     seen.check(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
-    vector = search.vector_ranking(
-        engine, conn, scope, op, query_vec, want, seen, cached, vec_first
-    )
-    keyword = search.deepen(keyword_fetch, search.keyword_depth(want), want, seen, kw_first)[:want]
+    vector = vector_ranking(engine, conn, scope, op, query_vec, want, seen, cached, vec_first)
+    keyword = deepen(fetch_keywords, keyword_depth(want), want, seen, kw_first)[:want]
     return vector, keyword
 
 

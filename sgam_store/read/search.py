@@ -1,16 +1,17 @@
-"""The read side of the BaseStore contract: filters, listing, keyword and vector search.
+"""The read side of the BaseStore contract: the scope of a read, items, gets, listings.
 
 Every query here takes a `Scope` (instant, belief time, tenant) and hands its pieces to
 the engine's read statements (`engine.reads`), so current reads, `as_of` views and tenant
-views share one rule. Here are the decisions: what to rank, how deep, which candidates
-to admit. Nothing here writes.
+views share one rule. A search with a query is `ranking`'s, which calls the pieces here
+(`narrow`, `tenant_of`, `calibrated`, `to_item`); nothing here calls back. Nothing here
+writes.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -184,199 +185,6 @@ def listing(engine: Any, conn: Any, scope: Scope, op: SearchOp) -> list[SearchIt
     return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
 
 
-class Candidates:
-    """Candidate facts checked against the scope, prefix and filters, each at most once.
-
-    Rankings carry row ids, not rows: only the page that is returned is read in full
-    (the engine's `rows_by_id`), so candidates that do not make the page cost two
-    integers each. A hybrid search checks both rankings' candidates here in one query.
-    """
-
-    def __init__(self, engine: Any, conn: Any, scope: Scope, op: SearchOp) -> None:
-        self.engine = engine
-        self.conn = conn
-        self.scope = scope
-        self.op = op
-        self.rows: dict[int, int | None] = {}  # fact_id -> visible version's row_id
-
-    def check(self, fact_ids: Iterable[int]) -> None:
-        unknown = [fid for fid in dict.fromkeys(fact_ids) if fid not in self.rows]
-        if not unknown:
-            return
-        scope, op = self.scope, self.op
-        found = self.engine.reads.admitted(
-            self.conn, scope.at, scope.known_at, *narrow(self.engine, scope, op), op.filter, unknown
-        )
-        self.rows.update({fid: found.get(fid) for fid in unknown})
-
-    def admit(self, hits: Hits) -> Ranked:
-        """The admitted facts of `hits` (best first), each once, at its best score."""
-        self.check(fid for fid, _ in hits)
-        ranked: Ranked = []
-        taken: set[int] = set()
-        for fid, score in hits:
-            row = self.rows[fid]
-            if row is not None and fid not in taken:
-                taken.add(fid)
-                ranked.append((fid, score, row))
-        return ranked
-
-
-def deepen(fetch: Fetch, n: int, want: int, seen: Candidates, first: Batch | None = None) -> Ranked:
-    """Rank `n` hits, then 4x as many, until `want` are admitted or the hits run out.
-
-    Each ranking is exact within its n; filters run after it, so n grows instead of
-    guessing. `first` is the n-hit batch when the caller already fetched it.
-    """
-    hits, exhausted = first if first is not None else fetch(n)
-    while True:
-        ranked = seen.admit(hits)
-        if len(ranked) >= want or exhausted:
-            return ranked
-        n *= 4
-        hits, exhausted = fetch(n)
-
-
-def vector_depth(want: int) -> int:
-    return max(64, want * 4)
-
-
-def cached_vectors(scan: Scan) -> Fetch:
-    """Hits from the in-process cache's scan: no k ceiling, so no scan fallback."""
-    return lambda n: (scan.top(n), n >= scan.count)
-
-
-def vector_ranking(
-    engine: Any,
-    conn: Any,
-    scope: Scope,
-    op: SearchOp,
-    query_vec: bytes,
-    want: int,
-    seen: Candidates,
-    scan: Scan | None = None,
-    first: Batch | None = None,
-) -> Ranked:
-    """(fact_id, similarity, row_id) best first: from the cache's `scan` when given,
-    else from the engine's vector index (point-in-time searches), which past its k
-    ceiling falls back to an exact scan."""
-    if scan is not None:
-        return deepen(cached_vectors(scan), vector_depth(want), want, seen, first)
-    capped = False
-    tenant = tenant_of(engine, scope, op)
-
-    def knn(n: int) -> Batch:
-        nonlocal capped
-        hits, exhausted, capped = engine.reads.nearest(conn, query_vec, n, tenant, scope.current)
-        return hits, exhausted
-
-    ranked = deepen(knn, vector_depth(want), want, seen)
-    if len(ranked) < want and capped:
-        return engine.reads.nearest_exact(
-            conn, scope.at, scope.known_at, *narrow(engine, scope, op), op.filter, query_vec
-        )
-    return ranked
-
-
-# In hybrid search a term found in more than this share of all keyword rows (and in more
-# than COMMON_TERM_MIN_ROWS of them) is dropped: its IDF is near zero, so it barely changes
-# BM25 order, yet scoring its posting list dominates the query's cost.
-COMMON_TERM_SHARE = 0.1
-COMMON_TERM_MIN_ROWS = 1000
-
-
-class TermStats:
-    """Document frequencies of query terms, cached per store.
-
-    Counting a term's rows can walk its whole posting list (milliseconds for a common
-    term), so counts are remembered and forgotten when the keyword index has grown by a
-    tenth since they were taken: they only decide which terms to drop.
-    """
-
-    def __init__(self) -> None:
-        self.rows_at_fill = 0
-        self.frequency: dict[str, int] = {}
-
-    def common(self, engine: Any, conn: Any, terms: list[str]) -> set[str]:
-        # The highest row id counts every version ever written: an upper bound on keyword
-        # rows (one per fact) that costs one index seek.
-        rows = engine.reads.highest_row_id(conn)
-        if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
-            self.frequency, self.rows_at_fill = {}, rows
-        ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
-        for term in terms:
-            if term not in self.frequency:
-                self.frequency[term] = engine.reads.keyword_frequency(conn, term)
-        return {t for t in terms if self.frequency[t] > ceiling}
-
-
-# In hybrid search of a small scope (see ranking.SMALL_SCOPE_MAX) a term is also dropped
-# when it is in more than this share of the scope's facts and more than
-# SCOPE_COMMON_MIN_ROWS of them. A speaker's name is in half of a conversation's turns:
-# rare in the store, so kept by the cut above, it matched nearly any turn of the
-# conversation and gave the best keyword hit a full share for the name and one common
-# word (benchmarks/README.md, the harder evaluation: tune recall@10 0.609 -> 0.639).
-SCOPE_COMMON_SHARE = 0.25
-SCOPE_COMMON_MIN_ROWS = 32
-
-
-def scope_frequency(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, term: str, fact_ids: list[int]
-) -> int:
-    """How many of `fact_ids` hold `term`."""
-    query = engine.reads.keyword_query(conn, [term], tenant_of(engine, scope, op))
-    return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
-
-
-def scope_keyword_match(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
-) -> Any | None:
-    """`keyword_match` for hybrid search of the small scope `fact_ids`: terms common in
-    the store or in the scope dropped (see SCOPE_COMMON_SHARE)."""
-    terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
-    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
-    if len(fact_ids) > ceiling:  # else no term can be in more of them
-        terms = [
-            t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling
-        ]
-    return engine.reads.keyword_query(conn, terms, tenant_of(engine, scope, op))
-
-
-def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:
-    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
-    common = stats.common(engine, conn, terms) if terms else set()
-    return [t for t in terms if t not in common]
-
-
-def keyword_match(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, prune: TermStats | None
-) -> Any | None:
-    """The engine's keyword query for `op.query` in scope; `prune` drops very common terms
-    (hybrid search, where vectors carry the semantics). None when nothing can match.
-
-    The engine analyzes the query as its keyword rows were (`core.analysis`: the
-    database's language), so its terms are spelled as the index's."""
-    terms = engine.reads.keyword_terms(conn, op.query or "")
-    if prune is not None:
-        terms = drop_common_terms(engine, conn, terms, prune)
-    return engine.reads.keyword_query(conn, terms, tenant_of(engine, scope, op))
-
-
-def keyword_depth(want: int) -> int:
-    return max(32, want * 2)
-
-
-def keyword_fetch(engine: Any, conn: Any, query: Any) -> Fetch:
-    """Hits of the engine's keyword `query` by BM25 alone, scores in [0, 1), higher is
-    better."""
-
-    def fetch(n: int) -> Batch:
-        hits = engine.reads.keyword_hits(conn, query, n)
-        return hits, len(hits) < n
-
-    return fetch
-
-
 def calibrated(engine: Any, conn: Any, query: str, ranked: Ranked) -> Ranked:
     """A keyword ranking, its order kept, scored so a user can put a threshold on it.
 
@@ -400,27 +208,6 @@ def calibrated(engine: Any, conn: Any, query: str, ranked: Ranked) -> Ranked:
         ceiling = min(ceiling, share.get(fid, 0.0))
         out.append((fid, ceiling, row))
     return out
-
-
-def keyword_ranking(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, want: int, seen: Candidates
-) -> Ranked:
-    """(fact_id, BM25 score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
-    match = keyword_match(engine, conn, scope, op, None)
-    if match is None:
-        return []
-    return deepen(keyword_fetch(engine, conn, match), keyword_depth(want), want, seen)[:want]
-
-
-def cosine_for(
-    engine: Any, conn: Any, fact_ids: list[int], query_vec: bytes, scan: Scan | None = None
-) -> dict[int, float]:
-    """Exact best-field cosine similarity for facts found by keywords only."""
-    if not fact_ids:
-        return {}
-    if scan is not None:
-        return scan.similarity(fact_ids)
-    return engine.reads.similarities(conn, fact_ids, query_vec)
 
 
 def list_namespaces(

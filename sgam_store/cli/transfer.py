@@ -1,0 +1,105 @@
+"""The transfer commands: `copy` (a whole store, any engine to any engine) and
+`import` (another BaseStore's items).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from sgam_store.cli import common
+from sgam_store.cli.common import add_schema_option, emit, engine_options, live, search_index
+from sgam_store.engines import is_postgres_target, mask_uri, open_engine
+from sgam_store.lifecycle import transfer
+from sgam_store.store import SGAMStore
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    """Copy a whole store to an empty one, on the same or another engine."""
+    if not is_postgres_target(args.source) and not Path(args.source).is_file():
+        raise FileNotFoundError(f"no database at {args.source}")
+    source = open_engine(args.source, dims=None, **engine_options(args.source, args.from_schema))
+    try:
+        source.ensure_ready()  # settles its tenant_at, which the copy keeps
+        target = open_engine(
+            args.to,
+            dims=transfer.vector_dims(source),
+            tenant_at=source.layout.tenant_at,
+            **engine_options(args.to, args.schema),
+        )
+        try:
+            counts = transfer.copy_store(source, target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    return emit(args, f"copied {mask_uri(args.source)} to {mask_uri(args.to)}", {"rows": counts})
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Bring another store's items in (`SGAMStore.import_items`), with a progress bar."""
+    source = args.source
+    if not is_postgres_target(source) and not Path(source).is_file():
+        raise FileNotFoundError(f"no store at {source}")
+    with (
+        SGAMStore.from_conn_string(
+            args.db,
+            index=search_index(args.embedding),
+            tenant_at=args.tenant_at,
+            **engine_options(args.db, args.db_schema),
+        ) as store,
+        Progress(console=common.console, transient=True, disable=not live(args)) as progress,
+    ):
+        store.setup()
+        task = progress.add_task("importing", total=None)
+        report = store.import_items(
+            source,
+            label=args.label,
+            schema=args.schema,
+            progress=lambda n: progress.advance(task, n),
+        )
+    return emit(args, f"imported {mask_uri(source)} into {mask_uri(args.db)}", asdict(report))
+
+
+def add_transfer_commands(sub: Any) -> None:
+    """copy and import: a whole store into an empty one; another store's items into this one."""
+    copy = sub.add_parser(
+        "copy", help="copy a whole store, with its history, into an empty one (any engine)"
+    )
+    copy.add_argument("--from", dest="source", required=True, help="a database file or URI")
+    copy.add_argument("--to", required=True, help="an empty or new database file, or a URI")
+    add_schema_option(copy)  # the target's: copy into a new schema of a server in use
+    add_schema_option(copy, "--from-schema")
+    copy.add_argument("--json", action="store_true", help="machine-readable output")
+    copy.set_defaults(func=cmd_copy)
+    imports = sub.add_parser(
+        "import", help="bring in the items of a LangGraph SqliteStore, PostgresStore or JSONL"
+    )
+    imports.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        help="a SqliteStore file, a PostgresStore URI, or a .jsonl file of Item.dict() lines",
+    )
+    imports.add_argument("--db", required=True, help="the SGAM database file or URI")
+    add_schema_option(imports, "--db-schema")  # --schema names the PostgresStore's
+    imports.add_argument("--label", help="provenance: import:<label> (default: the source)")
+    imports.add_argument("--schema", default="public", help="the PostgresStore's schema")
+    imports.add_argument(
+        "--tenant-at",
+        type=int,
+        help="which namespace label names the tenant, e.g. 1 for LangMem's "
+        "('memories', user_id); default: the database's (0 for a new one)",
+    )
+    imports.add_argument(
+        "--embedding",
+        choices=["none", "local"],
+        default="none",
+        help="none: keyword search only (default); local: embed with the bundled model",
+    )
+    imports.add_argument("--json", action="store_true", help="machine-readable output")
+    imports.set_defaults(func=cmd_import)

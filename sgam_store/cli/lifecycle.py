@@ -105,7 +105,11 @@ def add_lifecycle_commands(sub: Any) -> None:
     purge.add_argument("--episode", help="this episode and facts whose only source it was")
     purge.add_argument("--whole-tenant", action="store_true", help="confirm erasing a tenant")
     purge.add_argument(
-        "--secure", action="store_true", help="zero freed pages, merge FTS, truncate the WAL"
+        "--secure",
+        action="store_true",
+        help="leave no byte of it in the database's files: rewrite the file (SQLite: "
+        "secure_delete, FTS merge, VACUUM, WAL truncated) or its tables (PostgreSQL: "
+        "VACUUM FULL); slower, see docs/lifecycle.md",
     )
     command("stats", "row counts, value schema versions, free pages", cmd_stats)
     command("vacuum", "rebuild the file without free pages (after purges)", cmd_vacuum)

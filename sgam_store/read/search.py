@@ -303,11 +303,14 @@ class TermStats:
         rows = engine.reads.highest_row_id(conn)
         if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
             self.frequency, self.rows_at_fill = {}, rows
+        # This call's map: a search in another thread may replace the attribute meanwhile
+        # (the index grew), and this call must still find the counts it took.
+        frequency = self.frequency
         ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
         for term in terms:
-            if term not in self.frequency:
-                self.frequency[term] = engine.reads.keyword_frequency(conn, term)
-        return {t for t in terms if self.frequency[t] > ceiling}
+            if term not in frequency:
+                frequency[term] = engine.reads.keyword_frequency(conn, term)
+        return {t for t in terms if frequency[t] > ceiling}
 
 
 # In hybrid search of a small scope (see ranking.SMALL_SCOPE_MAX) a term is also dropped

@@ -17,9 +17,10 @@ round, so a drift of the machine's load does not favour one count):
    `--warmup` seconds (not counted), then `--duration` seconds.
 
 Reported per count: completed requests/s, p50/p99 latency of puts, of searches and of
-both, and errors (exceptions and non-2xx answers). The clients run in this process, on
-the same machine as the servers and PostgreSQL, so on a small machine the figures say
-how one machine's cores are shared, not how far replicas on separate hosts would scale.
+both, errors (exceptions and non-2xx answers), the CPU the clients used (cores), and
+the machine's load average. The clients run in this process, on the same machine as the
+servers and PostgreSQL, so on a small machine the figures say how one machine's cores
+are shared, not how far replicas on separate hosts would scale.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class Sample:
     seconds: float
     latencies: dict[str, list[float]] = field(default_factory=lambda: {"put": [], "search": []})
     errors: list[str] = field(default_factory=list)
+    client_cores: float = 0.0  # CPU this process (the clients) used, per wall second
+    load_average: float = 0.0  # the machine's 1-minute load average at the end
 
     def all(self) -> list[float]:
         return self.latencies["put"] + self.latencies["search"]
@@ -111,7 +114,10 @@ async def load(servers: list[Replica], args: argparse.Namespace) -> Sample:
                 if begun >= measure_from and done <= stop_at:
                     sample.latencies[op].append(done - begun)
 
+    cpu = time.process_time()
     await asyncio.gather(*(client(n) for n in range(args.clients)))
+    sample.client_cores = (time.process_time() - cpu) / (time.perf_counter() - start)
+    sample.load_average = os.getloadavg()[0]
     return sample
 
 
@@ -124,7 +130,11 @@ def measure(count: int, args: argparse.Namespace) -> Sample:
     ):
         print(f"{count} replica(s): {args.clients} clients, {args.warmup:g} s warmup + "
               f"{args.duration:g} s ...", flush=True)  # fmt: skip
-        return asyncio.run(load(servers, args))
+        sample = asyncio.run(load(servers, args))
+        if sample.errors:  # the servers' side of it, before their logs are deleted
+            for server in servers:
+                print(f"  replica {server.index} log:\n{server.log_tail(args.log_chars)}")
+        return sample
 
 
 def ms(values: list[float], q: int) -> str:
@@ -136,7 +146,8 @@ def ms(values: list[float], q: int) -> str:
 def table(samples: list[Sample]) -> str:
     head = (
         "| replicas | requests/s | put p50 / p99 (ms) | search p50 / p99 (ms) "
-        "| all p50 / p99 (ms) | errors |\n|---:|---:|---:|---:|---:|---:|"
+        "| all p50 / p99 (ms) | errors | client CPU (cores) | load average |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = []
     for s in samples:
@@ -144,7 +155,7 @@ def table(samples: list[Sample]) -> str:
         rows.append(
             f"| {s.replicas} | {len(every) / s.seconds:,.0f} | {ms(put, 50)} / {ms(put, 99)} "
             f"| {ms(search, 50)} / {ms(search, 99)} | {ms(every, 50)} / {ms(every, 99)} "
-            f"| {len(s.errors)} |"
+            f"| {len(s.errors)} | {s.client_cores:.2f} | {s.load_average:.1f} |"
         )
     return "\n".join([head, *rows])
 
@@ -160,6 +171,7 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=2_000)
     parser.add_argument("--tenants", type=int, default=8)
     parser.add_argument("--embedding", choices=["local", "none"], default="none")
+    parser.add_argument("--log-chars", type=int, default=3000, help="log tail shown on errors")
     parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
     args = parser.parse_args()
     if args.pg_uri:

@@ -393,10 +393,13 @@ class TermStats:
         if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
             self.frequency, self.rows_at_fill = {}, rows
         ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
+        # This call's map: a search in another thread may replace the attribute meanwhile
+        # (the index grew), and this call must still find the counts it took.
+        frequency = self.frequency
         for term in terms:
-            if term not in self.frequency:
-                self.frequency[term] = engine.reads.keyword_frequency(conn, term)
-        return {t for t in terms if self.frequency[t] > ceiling}
+            if term not in frequency:
+                frequency[term] = engine.reads.keyword_frequency(conn, term)
+        return {t for t in terms if frequency[t] > ceiling}
 
 
 # In hybrid search of a small scope (see SMALL_SCOPE_MAX) a term is also dropped

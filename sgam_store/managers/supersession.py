@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from sgam_store import ledger
 from sgam_store.core import namespaces
+from sgam_store.core.errors import ConflictError
 from sgam_store.core.models import Fact, SupersessionDecision
 from sgam_store.write.supersession import Verdict, dismiss
 
@@ -57,6 +58,9 @@ BATCH = 50  # queued memories reviewed per run
 ALONE = "no other memory in its namespace"  # none current that began before it
 NOT_CURRENT = "no longer current"
 BELOW_CUTOFF = "nothing scored above the cut-off"
+# Another run (a second replica, another thread) applied its review first: this run's
+# verdicts name memories that are no longer current, and the rule refuses them.
+REVIEWED_ELSEWHERE = "reviewed by another run meanwhile"
 
 INSTRUCTIONS = """\
 You review a user's long-term memory. A new memory was just saved. For each existing \
@@ -282,7 +286,18 @@ def _resolve(
     by = f"model:{getattr(llm, 'model_name', None) or type(llm).__name__}"
     for review in reviews:
         verdicts = decide(store, llm, review)
-        report.decisions += store.apply_supersession(review.new.fact_id, verdicts, decided_by=by)
+        try:
+            report.decisions += store.apply_supersession(
+                review.new.fact_id, verdicts, decided_by=by
+            )
+        except ConflictError as refused:  # its transaction wrote nothing
+            report.dismissed += 1
+            report.dismissals.append(Dismissal(review.new.fact_id, REVIEWED_ELSEWHERE))
+            log.info(
+                "supersession review of fact %d left to another run: %s",
+                review.new.fact_id,
+                refused,
+            )
     return report
 
 

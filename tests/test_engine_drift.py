@@ -1,0 +1,168 @@
+"""The portable statements give the same rows on both engines.
+
+One small store is built twice through the public API, on SQLite and on PostgreSQL, and
+each statement of `engines/common/` is then run through each engine's statement sets on
+the same arguments. Instants differ between the two builds (each wrote at its own now),
+so they compare as a marker; everything else, ids and order included, must be equal. A
+statement edited in one engine alone fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from sgam_store import SGAMStore
+from sgam_store.core.models import FactRow, MemoryFact
+from tests import pg
+
+INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+FAR = "9999-12-31T00:00:00.000000Z"
+EPOCH = "0001-01-01T00:00:00.000000Z"
+
+
+def _fill(store: SGAMStore) -> None:
+    """The same history on each engine: puts, a correction, a delete, two tenants, episodes,
+    an ended thread, candidates with support."""
+    for tenant in ("acme", "zeta"):
+        for i in range(4):
+            store.put((tenant, "prefs"), f"k{i}", {"text": f"likes {i}", "n": i})
+        store.put((tenant, "prefs"), "k1", {"text": "likes one, corrected"})
+        store.delete((tenant, "prefs"), "k2")
+        episode = store.record_episode(
+            tenant,
+            f"{tenant} said hello",
+            source_kind="user_message",
+            thread_id="t1",
+            retention_class="short",
+            episode_id=f"{tenant}-e1",
+        )
+        store.replace_fact(
+            MemoryFact(
+                tenant_id=tenant,
+                subject="mira",
+                attribute="city",
+                value="Lyon",
+                valid_from="2024-01-01T00:00:00Z",
+                source_episode_id=episode.episode_id,
+                retention_policy="session",
+            )
+        )
+    for episode_id in ("B-ep", "a-ep"):  # byte-wise, "B" sorts before "a"
+        store.record_episode("acme", episode_id, source_kind="tool_result", episode_id=episode_id)
+    store.end_session("acme", "t1")
+    engine = store.engine
+
+    def candidates(cur: Any) -> None:
+        for n, similarity in enumerate(("a", "b")):
+            cid = engine.candidates.create(
+                cur,
+                "acme",
+                "mira",
+                "pet",
+                f'"cat{n}"',
+                similarity,
+                "semantic",
+                "low_confidence",
+                "2024-01-01T00:00:00.000000Z",
+                "2030-01-01T00:00:00.000000Z",
+            )
+            for episode in ("acme-e1", "B-ep", "a-ep"):
+                engine.candidates.add_support(
+                    cur,
+                    cid,
+                    episode,
+                    '{"evidence": "' + episode + '"}',
+                    0.5,
+                    "2024-01-02T00:00:00.000000Z",
+                )
+        engine.candidates.mark_extracted(cur, "acme-e1", "test", "2024-01-02T00:00:00.000000Z")
+
+    with engine.tenant_scope("acme"):
+        engine.transaction(candidates)
+
+
+def _stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, SGAMStore]]:
+    pg.base_uri()
+    targets = {
+        "sqlite": str(tmp_path_factory.mktemp("drift") / "memory.db"),
+        "postgres": pg.fresh_database(),
+    }
+    with ExitStack() as stack:
+        opened = {n: stack.enter_context(SGAMStore.from_conn_string(t)) for n, t in targets.items()}
+        for store in opened.values():
+            store.setup()
+            _fill(store)
+        yield opened
+
+
+stores = pytest.fixture(scope="module")(_stores)
+
+
+def normal(value: Any, ids: dict[int, int]) -> Any:
+    """Rows as plain data: lists for rows, 0/1 for truth, a marker for instants, and fact
+    ids as their rank among the store's row ids (PostgreSQL draws ids in blocks)."""
+    if isinstance(value, FactRow):
+        value = value._replace(
+            row_id=ids[value.row_id],
+            fact_id=ids[value.fact_id],
+            supersedes_fact_id=ids.get(value.supersedes_fact_id),
+        )
+    if isinstance(value, tuple) and value and isinstance(value[0], FactRow):  # a change
+        value = (*value[:3], ids.get(value[3]), *value[4:])
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and INSTANT.match(value):
+        return "<instant>"
+    if isinstance(value, list | tuple):
+        return [normal(v, ids) for v in value]
+    return value
+
+
+# (statement set, function, arguments after the connection[, how]): how is "set" for a
+# statement whose order is unspecified, "ids" for a list of fact ids, "none" for a case
+# that rightly finds nothing.
+CASES: list[tuple[Any, ...]] = [
+    ("candidates", "pending_matching", ("acme", "mira", "pet", "a")),
+    ("candidates", "pending_support", ("acme", "mira", "pet", "b"), "set"),
+    ("candidates", "by_ids", ([2, 1, 99],)),
+    ("candidates", "listing", ("acme", "pending", None, None)),
+    ("candidates", "listing", ("acme", None, "mira", "pet")),
+    ("candidates", "support_of", (1,)),
+    ("candidates", "support_payload", (2, "B-ep")),
+    ("candidates", "is_extracted", ("acme-e1",)),
+    ("candidates", "is_extracted", ("zeta-e1",), "none"),
+    ("retention", "fact_policies", ()),
+    ("retention", "episode_classes", ()),
+    ("retention", "episodes_due", ("short", FAR)),
+    ("retention", "ended_session_facts", ("session",), "ids"),
+    ("retention", "ended_session_facts", ("session", "acme", "t1"), "ids"),
+    ("retention", "ended_session_facts", ("session", "zeta", "t1"), "none"),
+    ("retention", "ended_session_episodes", ("short",)),
+    ("retention", "ended_session_episodes", ("short", "acme", "t1")),
+    ("changes", "feed", ("acme", EPOCH, FAR, 100)),
+    ("changes", "feed", (None, EPOCH, FAR, 5)),
+    ("changes", "key_versions", ("acme.prefs", "k1")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}.{c[1]}{c[2]}"[:60])
+def test_statement_agrees_on_both_engines(
+    stores: dict[str, SGAMStore], case: tuple[Any, ...]
+) -> None:
+    group, name, args, how = (*case, "ordered")[:4]
+    rows = {}
+    for engine, store in stores.items():
+        statement = getattr(getattr(store.engine, group), name)
+        with store.engine.reading() as conn:
+            ids = [r[0] for r in conn.execute("SELECT row_id FROM facts ORDER BY row_id")]
+            rank = {i: n for n, i in enumerate(ids)}
+            found = statement(conn, *args)
+        found = [rank[i] for i in found] if how == "ids" else found
+        rows[engine] = normal(sorted(found) if how == "set" else found, rank)
+    assert rows["sqlite"] == rows["postgres"]
+    assert (rows["sqlite"] in ([], None, 0)) == (how == "none"), "a case that finds nothing"

@@ -147,6 +147,9 @@ CASES: list[tuple[Any, ...]] = [
     ("changes", "feed", ("acme", EPOCH, FAR, 100)),
     ("changes", "feed", (None, EPOCH, FAR, 5)),
     ("changes", "key_versions", ("acme.prefs", "k1")),
+    ("backfill", "transformable_batch", ([("attribute", "k1", 1), ("memory_type", "x", 1)], 0, 9)),
+    ("backfill", "transformable_batch", ([("attribute", "k3", 1)], 0, 1)),
+    ("backfill", "transformable_count", ([("attribute", "k0", 1), ("attribute", "city", 1)],)),
 ]
 
 

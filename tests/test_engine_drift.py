@@ -128,8 +128,8 @@ def normal(value: Any, ids: dict[int, int]) -> Any:
 
 
 # (statement set, function, arguments after the connection[, how]): how is "set" for a
-# statement whose order is unspecified, "ids" for a list of fact ids, "none" for a case
-# that rightly finds nothing.
+# statement whose order is unspecified, "ids" for a list of fact ids, "keyed" for rows that
+# start with one, "none" for a case that rightly finds nothing.
 CASES: list[tuple[Any, ...]] = [
     ("candidates", "pending_matching", ("acme", "mira", "pet", "a")),
     ("candidates", "pending_support", ("acme", "mira", "pet", "b"), "set"),
@@ -160,6 +160,13 @@ CASES: list[tuple[Any, ...]] = [
     ("versions", "believed", ({"tenant_id": None, "subject": "mira", "attribute": "city"}, FAR)),
     ("versions", "by_row_id", (Nth(0),)),
     ("versions", "latest_of", (Nth(1),)),
+    ("episodes", "exists", ("acme-e1",)),
+    ("episodes", "exists", ("nobody",), "none"),
+    ("episodes", "by_id", ("acme-e1",)),
+    ("episodes", "by_id", ("acme-e1", "zeta"), "none"),
+    ("episodes", "fact_source", (Nth(7),)),
+    ("supersession", "queued", (None, 100), "keyed"),
+    ("supersession", "queued", ("zeta", 2), "keyed"),
     ("backfill", "transformable_batch", ([("attribute", "k1", 1), ("memory_type", "x", 1)], 0, 9)),
     ("backfill", "transformable_batch", ([("attribute", "k3", 1)], 0, 1)),
     ("backfill", "transformable_count", ([("attribute", "k0", 1), ("attribute", "city", 1)],)),
@@ -179,6 +186,7 @@ def test_statement_agrees_on_both_engines(
             rank = {i: n for n, i in enumerate(ids)}
             found = statement(conn, *[ids[a] if isinstance(a, Nth) else a for a in args])
         found = [rank[i] for i in found] if how == "ids" else found
+        found = [(rank[r[0]], *r[1:]) for r in found] if how == "keyed" else found
         rows[engine] = normal(sorted(found) if how == "set" else found, rank)
     assert rows["sqlite"] == rows["postgres"]
     assert (rows["sqlite"] in ([], None, 0)) == (how == "none"), "a case that finds nothing"

@@ -167,6 +167,8 @@ CASES: list[tuple[Any, ...]] = [
     ("episodes", "fact_source", (Nth(7),)),
     ("supersession", "queued", (None, 100), "keyed"),
     ("supersession", "queued", ("zeta", 2), "keyed"),
+    ("transfer", "is_empty", (), "none"),  # False: the store holds facts
+    ("transfer", "vector_dims", (), "none"),  # no index configured
     ("backfill", "transformable_batch", ([("attribute", "k1", 1), ("memory_type", "x", 1)], 0, 9)),
     ("backfill", "transformable_batch", ([("attribute", "k3", 1)], 0, 1)),
     ("backfill", "transformable_count", ([("attribute", "k0", 1), ("attribute", "city", 1)],)),

@@ -167,6 +167,9 @@ CASES: list[tuple[Any, ...]] = [
     ("episodes", "fact_source", (Nth(7),)),
     ("supersession", "queued", (None, 100), "keyed"),
     ("supersession", "queued", ("zeta", 2), "keyed"),
+    ("erasure", "facts_of", ("acme",), "ids"),
+    ("erasure", "facts_of", ("zeta", "prefs", "k1"), "ids"),
+    ("erasure", "facts_of", ("zeta", "nobody"), "none"),
     ("transfer", "is_empty", (), "none"),  # False: the store holds facts
     ("transfer", "vector_dims", (), "none"),  # no index configured
     ("backfill", "transformable_batch", ([("attribute", "k1", 1), ("memory_type", "x", 1)], 0, 9)),

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from sgam_store.core.engine import STATEMENTS, Engine
+from sgam_store.engines import common
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sgam_store"
 ENGINES = ("sqlite", "postgres")
@@ -100,3 +103,24 @@ def test_every_engine_has_the_engine_methods(engine_name: str) -> None:
     assert missing == []
     for group in STATEMENTS:
         assert getattr(cls, group).__name__ == f"sgam_store.engines.{engine_name}.{group}"
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_no_engine_redefines_a_portable_statement(engine_name: str) -> None:
+    """A statement written once in engines/common/ reaches each engine bound to its
+    dialect, never as a local copy (a twin that could drift; tests/test_engine_drift.py
+    compares what the bound ones return)."""
+    copies = []
+    for info in pkgutil.iter_modules(common.__path__):
+        portable = importlib.import_module(f"{common.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"sgam_store.engines.{engine_name}.{info.name}")
+        except ModuleNotFoundError:
+            continue
+        for name, value in vars(portable).items():
+            own = inspect.isfunction(value) and value.__module__ == portable.__name__
+            if own and not name.startswith("_") and "d" in inspect.signature(value).parameters:
+                bound = getattr(module, name, None)
+                if not (isinstance(bound, partial) and bound.func is value):
+                    copies.append(f"{info.name}.{name}")
+    assert copies == []

@@ -44,6 +44,8 @@ from psycopg import OperationalError, sql
 from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import PurgeReport
+from sgam_store.engines.common import erasure as portable
+from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres.indexing import has_vectors
 from sgam_store.engines.postgres.versions import lock_keys, own_tenant
 
@@ -68,26 +70,9 @@ _F = "fact_id = ANY(%s::bigint[])"
 _STATISTICS = "pg_catalog.pg_statistic"  # where ANALYZE keeps sampled column values
 
 
+export(globals(), portable, POSTGRES)  # facts_of and the selections, bound to POSTGRES
+
 # ---------------------------------------------------------------- selection
-
-
-def facts_of(
-    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
-) -> list[int]:
-    """fact_ids of a tenant, narrowed to exactly one subject and/or attribute."""
-    where, params = _selected(tenant_id, subject, attribute)
-    rows = cur.execute(f"SELECT DISTINCT fact_id FROM facts WHERE {where}", params)
-    return sorted(r[0] for r in rows)
-
-
-def _selected(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[str, list[str]]:
-    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
-    where, params = "tenant_id = %s", [tenant_id]
-    if subject is not None:
-        where, params = where + " AND subject = %s", [*params, subject]
-    if attribute is not None:
-        where, params = where + " AND attribute = %s", [*params, attribute]
-    return where, params
 
 
 def _lock_all(cur: Any, keys_of: Callable[[], list[tuple[str, str]]]) -> None:
@@ -100,22 +85,6 @@ def _lock_all(cur: Any, keys_of: Callable[[], list[tuple[str, str]]]) -> None:
 def _keys(cur: Any, where: str, params: Iterable[Any]) -> list[tuple[str, str]]:
     rows = cur.execute(f"SELECT DISTINCT namespace, attribute FROM facts WHERE {where}", params)
     return [(r[0], r[1]) for r in rows]
-
-
-def _episodes_of(cur: Any, tenant_id: str) -> list[str]:
-    rows = cur.execute("SELECT episode_id FROM episodes WHERE tenant_id = %s", (tenant_id,))
-    return [r[0] for r in rows]
-
-
-def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
-    rows = cur.execute(
-        "SELECT e FROM (SELECT source_episode_id AS e FROM facts "
-        "WHERE fact_id = %s AND source_episode_id != %s "
-        "UNION SELECT episode_id FROM fact_sources WHERE fact_id = %s AND episode_id != %s) s "
-        'ORDER BY e COLLATE "C"',
-        (fact_id, episode_id, fact_id, episode_id),
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 # ---------------------------------------------------------------- deletion
@@ -179,10 +148,12 @@ def purge(
     if attribute is not None and not attribute:
         raise InvalidFactError("attribute must be a non-empty string (or None for all)")
     whole = subject is None and attribute is None
-    where, params = _selected(tenant_id, subject, attribute)
+    where, params = portable.selected(POSTGRES, tenant_id, subject, attribute)
     own_tenant(cur, tenant_id)
-    episode_ids = _episodes_of(cur, tenant_id) if whole else []
-    report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
+    episode_ids = portable.episodes_of(POSTGRES, cur, tenant_id) if whole else []
+    report = erase(
+        cur, portable.facts_of(POSTGRES, cur, tenant_id, subject, attribute), episode_ids
+    )
     # Weak signals about the same subject/attribute hold its values too (their support
     # rows cascade). A whole-tenant purge reaches them through its episodes.
     report.deleted["memory_candidates"] = cur.execute(
@@ -212,7 +183,7 @@ def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
     _lock_all(cur, lambda: _keys(cur, _F, (_linked(cur, tenant_id, episode_id),)))
     doomed, kept = [], []
     for fact_id in _linked(cur, tenant_id, episode_id):
-        others = _other_sources(cur, fact_id, episode_id)
+        others = portable.other_sources(POSTGRES, cur, fact_id, episode_id)
         if not others:
             doomed.append(fact_id)
             continue

@@ -11,24 +11,11 @@ from typing import Any
 
 import numpy
 
-from sgam_store.core.engine import TRANSFER_COLUMNS, TRANSFER_ORDER
+from sgam_store.engines.common import transfer
+from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres import indexing
 
-BATCH = 1000
-
-
-def is_empty(conn: Any) -> bool:
-    """True when the store holds no fact and no episode (a safe copy target)."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM facts) OR EXISTS (SELECT 1 FROM episodes)"
-    ).fetchone()
-    return not row[0]
-
-
-def vector_dims(conn: Any) -> int | None:
-    """The vector table's dimensions, or None when the store has no vectors."""
-    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
-    return int(row[0]) if row else None
+export(globals(), transfer, POSTGRES)
 
 
 def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
@@ -36,18 +23,17 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
     if table == "keywords":
         sql = "SELECT fact_id, tenant_id, body FROM fact_keywords ORDER BY fact_id"
     elif table == "vectors":
-        if vector_dims(conn) is None:
+        if transfer.vector_dims(POSTGRES, conn) is None:
             return
         sql = (
             "SELECT fact_id, field, tenant_id, is_current, embedding::text FROM fact_vectors "
             "ORDER BY vec_id"
         )
     else:
-        order = TRANSFER_ORDER.get(table, "1")
-        sql = f"SELECT {TRANSFER_COLUMNS[table]} FROM {table} ORDER BY {order}"
+        sql = transfer.select_plain(table)
     with conn.cursor() as cur:
         cur.execute(sql)
-        while rows := cur.fetchmany(BATCH):
+        while rows := cur.fetchmany(transfer.BATCH):
             if table == "vectors":
                 rows = [(*r[:4], _blob(r[4])) for r in rows]
             yield [tuple(r) for r in rows]
@@ -66,9 +52,7 @@ def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
         for fact_id, field, tenant, current, blob in rows:
             indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
     else:
-        columns = TRANSFER_COLUMNS[table]
-        marks = ", ".join(["%s"] * len(columns.split(",")))
-        cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+        transfer.insert_plain(POSTGRES, cur, table, rows)
 
 
 def finish(cur: Any) -> None:

@@ -18,12 +18,15 @@ from sgam_store.core import namespaces
 from sgam_store.core.clock import CLOCK, MICROSECOND, shift
 from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import FactRow
-from sgam_store.engines.postgres.predicates import belief, believed_sql, current_sql, visible
+from sgam_store.engines.common import versions
+from sgam_store.engines.common.dialect import POSTGRES, export
+from sgam_store.engines.postgres.predicates import believed_sql, current_sql, visible
 
 COLUMNS = ", ".join(FactRow._fields)
 F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
 _INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join(['%s'] * len(FactRow._fields))})"
 _KEY = "namespace = %s AND attribute = %s"
+export(globals(), versions, POSTGRES)
 # A JSON-escaped NUL: \u0000 preceded by an even number of backslashes.
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 ROW_ID_BLOCK = 64  # the sequence's increment: one nextval numbers this many versions
@@ -240,10 +243,6 @@ def open_ttl(cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
     ).fetchone()
 
 
-def set_expiry(cur: Any, row_id: int, expires: str) -> None:
-    cur.execute("UPDATE facts SET expires_at = %s WHERE row_id = %s", (expires, row_id))
-
-
 def expired(cur: Any, now: str) -> list[FactRow]:
     """Open versions whose `expires_at` has passed by `now`, their keys locked."""
     rows = _all(
@@ -262,57 +261,4 @@ def expired(cur: Any, now: str) -> list[FactRow]:
         )
         if rows
         else []
-    )
-
-
-# ---------------------------------------------------------------- reads
-
-
-def visible_at(
-    conn: Any, ns: str, attribute: str, at: str | None, known_at: str | None
-) -> FactRow | None:
-    """The version of a key visible at valid time `at`, as believed at `known_at`."""
-    cond, params = visible(at, known_at, alias="")
-    return _one(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, *params),
-    )
-
-
-def history(conn: Any, ns: str, attribute: str, known_at: str | None) -> list[FactRow]:
-    """Every version of a key believed at `known_at` (None: now), by valid_from."""
-    cond, params = belief(known_at)
-    return _all(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from",
-        (ns, attribute, *params),
-    )
-
-
-def believed(conn: Any, narrow: dict[str, str | None], known_at: str | None) -> list[FactRow]:
-    """Every version believed at `known_at`, key by key in valid-time order, narrowed to
-    the given tenant_id, subject and attribute values (None: any)."""
-    cond, params = belief(known_at)
-    for column, value in narrow.items():
-        if value is not None:
-            cond, params = f"{cond} AND {column} = %s", [*params, value]
-    return _all(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {cond} "
-        "ORDER BY tenant_id, subject, attribute, valid_from",
-        tuple(params),
-    )
-
-
-def by_row_id(conn: Any, row_id: int) -> FactRow | None:
-    return _one(conn, f"SELECT {COLUMNS} FROM facts WHERE row_id = %s", (row_id,))
-
-
-def latest_of(conn: Any, fact_id: int) -> FactRow | None:
-    """A fact's newest version (its closed copy, or the retired row)."""
-    return _one(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE fact_id = %s ORDER BY row_id DESC LIMIT 1",
-        (fact_id,),
     )

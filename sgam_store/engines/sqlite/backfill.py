@@ -1,5 +1,5 @@
-"""The schema backfill's statements on SQLite: which believed rows a registered transform
-applies to, whether a row is still believed, its audit row, and its keyword row.
+"""The schema backfill's statements on SQLite: `engines/common/backfill.py` in its dialect,
+and whether a row is still believed, its vectors and its keyword row.
 
 The rewrite itself (plans, transforms, re-embedding, new versions through the ledger) is
 `sgam_store.lifecycle.backfill`'s.
@@ -10,44 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sgam_store.core.models import FactRow
+from sgam_store.engines.common import backfill
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
-from sgam_store.engines.sqlite.predicates import as_list, believed_sql, in_list
-from sgam_store.engines.sqlite.versions import COLUMNS
+from sgam_store.engines.sqlite.predicates import as_list, in_list
 
-
-def _transformable(keys: list[tuple[str, str, int]]) -> tuple[str, list[Any]]:
-    """SQL for rows one of the (kind, name, schema_version) keys applies to.
-
-    `kind` is "attribute" or "memory_type" (the registry's keys), a column name.
-    """
-    parts, params = [], []
-    for kind, name, version in keys:
-        parts.append(f"({kind} = ? AND schema_version = ?)")
-        params += [name, version]
-    return "(" + " OR ".join(parts) + ")", params
-
-
-def transformable_batch(
-    conn: Any, keys: list[tuple[str, str, int]], after: int, limit: int
-) -> list[FactRow]:
-    """Up to `limit` believed rows after row id `after` that one of the keys applies to,
-    in row id order."""
-    match, params = _transformable(keys)
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM facts WHERE {believed_sql()} AND row_id > ? "
-        f"AND {match} ORDER BY row_id LIMIT ?",
-        (after, *params, limit),
-    ).fetchall()
-    return [FactRow._make(row) for row in rows]
-
-
-def transformable_count(conn: Any, keys: list[tuple[str, str, int]]) -> int:
-    """How many believed rows one of the keys still applies to."""
-    match, params = _transformable(keys)
-    return conn.execute(
-        f"SELECT COUNT(*) FROM facts WHERE {believed_sql()} AND {match}", params
-    ).fetchone()[0]
+export(globals(), backfill, SQLITE)
 
 
 def with_vectors(conn: Any, fact_ids: list[int]) -> list[int]:
@@ -71,21 +39,3 @@ def delete_keyword_row(cur: Any, fact_id: int) -> bool:
         f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (json.dumps([fact_id]),)
     ).rowcount
     return bool(deleted)
-
-
-def log_rewrite(
-    cur: Any,
-    fact_id: int,
-    old_row_id: int,
-    new_row_id: int,
-    from_version: int,
-    to_version: int,
-    transforms: str,
-    at: str,
-) -> None:
-    """Audit one rewrite in backfill_log (versions and transform names, never values)."""
-    cur.execute(
-        "INSERT INTO backfill_log (fact_id, old_row_id, new_row_id, from_version, "
-        "to_version, transforms, backfilled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (fact_id, old_row_id, new_row_id, from_version, to_version, transforms, at),
-    )

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 from sgam_store.core import namespaces
 from sgam_store.core.errors import InvalidFactError, StoreBusyError
 from sgam_store.core.models import PurgeReport
+from sgam_store.engines.common import erasure as portable
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite.connection import is_busy
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
 from sgam_store.engines.sqlite.vector_cache import VectorDelta
@@ -73,44 +75,13 @@ TABLES = (
 )
 
 
+export(globals(), portable, SQLITE)  # facts_of and the selections, bound to SQLITE
+
 # ---------------------------------------------------------------- selection
 
 
 def _ids(values: Iterable[Any]) -> str:
     return json.dumps(sorted(set(values)))
-
-
-def facts_of(
-    cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
-) -> list[int]:
-    """fact_ids of a tenant, narrowed to exactly one subject and/or attribute."""
-    where, params = _selected(tenant_id, subject, attribute)
-    return [r[0] for r in cur.execute(f"SELECT DISTINCT fact_id FROM facts WHERE {where}", params)]
-
-
-def _selected(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[str, list[str]]:
-    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
-    where, params = "tenant_id = ?", [tenant_id]
-    if subject is not None:
-        where, params = where + " AND subject = ?", [*params, subject]
-    if attribute is not None:
-        where, params = where + " AND attribute = ?", [*params, attribute]
-    return where, params
-
-
-def _episodes_of(cur: Any, tenant_id: str) -> list[str]:
-    rows = cur.execute("SELECT episode_id FROM episodes WHERE tenant_id = ?", (tenant_id,))
-    return [r[0] for r in rows]
-
-
-def _other_sources(cur: Any, fact_id: int, episode_id: str) -> list[str]:
-    rows = cur.execute(
-        "SELECT source_episode_id FROM facts WHERE fact_id = ? AND source_episode_id != ? "
-        "UNION SELECT episode_id FROM fact_sources WHERE fact_id = ? AND episode_id != ? "
-        "ORDER BY 1",
-        (fact_id, episode_id, fact_id, episode_id),
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 # ---------------------------------------------------------------- deletion
@@ -177,11 +148,11 @@ def purge(
     if attribute is not None and not attribute:
         raise InvalidFactError("attribute must be a non-empty string (or None for all)")
     whole = subject is None and attribute is None
-    episode_ids = _episodes_of(cur, tenant_id) if whole else []
-    report = erase(cur, facts_of(cur, tenant_id, subject, attribute), episode_ids)
+    episode_ids = portable.episodes_of(SQLITE, cur, tenant_id) if whole else []
+    report = erase(cur, portable.facts_of(SQLITE, cur, tenant_id, subject, attribute), episode_ids)
     # Weak signals about the same subject/attribute hold its values too (their support
     # rows cascade). A whole-tenant purge reaches them through its episodes.
-    where, params = _selected(tenant_id, subject, attribute)
+    where, params = portable.selected(SQLITE, tenant_id, subject, attribute)
     report.deleted["memory_candidates"] = cur.execute(
         f"DELETE FROM memory_candidates WHERE {where}", params
     ).rowcount
@@ -210,7 +181,7 @@ def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
     ]
     doomed, kept = [], []
     for fact_id in linked:
-        others = _other_sources(cur, fact_id, episode_id)
+        others = portable.other_sources(SQLITE, cur, fact_id, episode_id)
         if not others:
             doomed.append(fact_id)
             continue

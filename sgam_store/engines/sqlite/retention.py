@@ -1,33 +1,16 @@
-"""Retention's selections on SQLite: which facts and episodes a policy or an ended session
-reaches.
-
-The decisions (which policy applies, the cut-off instant, what to erase) are
-`sgam_store.lifecycle.retention`'s; these only read and record rows.
-"""
+"""Retention's selections on SQLite: `engines/common/retention.py` in its dialect, and the
+open facts a policy reaches (the one writer needs no key locks)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sgam_store.core.models import FactRow
-from sgam_store.engines.sqlite.predicates import current_sql
-from sgam_store.engines.sqlite.versions import COLUMNS
+from sgam_store.engines.common import retention
+from sgam_store.engines.common.dialect import SQLITE, export
+from sgam_store.engines.common.predicates import COLUMNS, current_sql
 
-
-def _policy_counts(cur: Any, table: str, column: str) -> list[tuple[str, int]]:
-    return cur.execute(
-        f"SELECT {column}, COUNT(*) FROM {table} WHERE {column} IS NOT NULL GROUP BY {column}"
-    ).fetchall()
-
-
-def fact_policies(cur: Any) -> list[tuple[str, int]]:
-    """(retention_policy, rows) for every distinct policy stored on facts."""
-    return _policy_counts(cur, "facts", "retention_policy")
-
-
-def episode_classes(cur: Any) -> list[tuple[str, int]]:
-    """(retention_class, rows) for every distinct class stored on episodes."""
-    return _policy_counts(cur, "episodes", "retention_class")
+export(globals(), retention, SQLITE)
 
 
 def open_facts_due(cur: Any, policy: str, cutoff: str) -> list[FactRow]:
@@ -38,63 +21,3 @@ def open_facts_due(cur: Any, policy: str, cutoff: str) -> list[FactRow]:
         (policy, cutoff),
     ).fetchall()
     return [FactRow._make(row) for row in rows]
-
-
-def episodes_due(cur: Any, retention_class: str, cutoff: str) -> list[str]:
-    """Ids of episodes of `retention_class` recorded at or before `cutoff`."""
-    rows = cur.execute(
-        "SELECT episode_id FROM episodes WHERE retention_class = ? AND recorded_at <= ?",
-        (retention_class, cutoff),
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def record_session_end(cur: Any, tenant_id: str, thread_id: str, ended_at: str) -> None:
-    """Record that a thread ended at `ended_at`; an earlier recorded end moves forward."""
-    cur.execute(
-        "INSERT INTO ended_sessions (tenant_id, thread_id, ended_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (tenant_id, thread_id) "
-        "DO UPDATE SET ended_at = MAX(ended_at, excluded.ended_at)",
-        (tenant_id, thread_id, ended_at),
-    )
-
-
-def _one_session(tenant_id: str | None, thread_id: str | None) -> tuple[str, list[Any]]:
-    """The condition narrowing an ended-session join to one thread (None: every session)."""
-    if tenant_id is None:
-        return "", []
-    return " AND s.tenant_id = ? AND s.thread_id = ?", [tenant_id, thread_id]
-
-
-def ended_session_facts(
-    cur: Any, policy: str, tenant_id: str | None = None, thread_id: str | None = None
-) -> list[int]:
-    """fact_ids under `policy` recorded up to the end of their source's ended thread.
-
-    A fact's thread is its source's: an episode of the thread, or the "thread:<id>"
-    marker a `put` records inside a graph run. With a tenant, only that thread counts.
-    """
-    only, params = _one_session(tenant_id, thread_id)
-    rows = cur.execute(
-        "SELECT DISTINCT f.fact_id FROM facts f JOIN ended_sessions s ON s.tenant_id = f.tenant_id "
-        "WHERE f.retention_policy = ? AND f.recorded_at <= s.ended_at "
-        "AND (f.source_episode_id = 'thread:' || s.thread_id OR f.source_episode_id IN "
-        "(SELECT e.episode_id FROM episodes e WHERE e.tenant_id = s.tenant_id "
-        f"AND e.thread_id = s.thread_id)){only}",
-        (policy, *params),
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def ended_session_episodes(
-    cur: Any, retention_class: str, tenant_id: str | None = None, thread_id: str | None = None
-) -> list[str]:
-    """Ids of episodes of `retention_class` recorded up to the end of their ended thread."""
-    only, params = _one_session(tenant_id, thread_id)
-    rows = cur.execute(
-        "SELECT e.episode_id FROM episodes e JOIN ended_sessions s "
-        "ON s.tenant_id = e.tenant_id AND s.thread_id = e.thread_id "
-        f"WHERE e.retention_class = ? AND e.recorded_at <= s.ended_at{only}",
-        (retention_class, *params),
-    ).fetchall()
-    return [r[0] for r in rows]

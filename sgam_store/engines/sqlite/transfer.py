@@ -11,27 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sgam_store.core.engine import TRANSFER_COLUMNS, TRANSFER_ORDER
+from sgam_store.engines.common import transfer
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite import indexing
 
-# (table, columns) in an order that satisfies the foreign keys on import.
-BATCH = 1000
-
-
-def is_empty(conn: Any) -> bool:
-    """True when the store holds no fact and no episode (a safe copy target)."""
-    facts = conn.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
-    return not facts and not conn.execute("SELECT EXISTS (SELECT 1 FROM episodes)").fetchone()[0]
-
-
-def vector_dims(conn: Any) -> int | None:
-    """The vector table's dimensions, or None when the store has no vectors."""
-    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
-    return int(row[0]) if row else None
+export(globals(), transfer, SQLITE)
 
 
 def _batches(cur: Any) -> Iterator[list[tuple[Any, ...]]]:
-    while rows := cur.fetchmany(BATCH):
+    while rows := cur.fetchmany(transfer.BATCH):
         yield [tuple(r) for r in rows]
 
 
@@ -44,7 +32,7 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
             f"JOIN tenants t ON t.slot = k.rowid >> {indexing.FACT_BITS} ORDER BY k.rowid"
         )
     elif table == "vectors":
-        if vector_dims(conn) is None:
+        if transfer.vector_dims(SQLITE, conn) is None:
             return
         sql = (
             "SELECT v.fact_id, v.field, "
@@ -54,9 +42,7 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
             "FROM vector_rows v ORDER BY v.vec_rowid"
         )
     else:
-        columns = TRANSFER_COLUMNS[table]
-        order = TRANSFER_ORDER.get(table, "1")
-        sql = f"SELECT {columns} FROM {table} ORDER BY {order}"
+        sql = transfer.select_plain(table)
     yield from _batches(conn.execute(sql))
 
 
@@ -68,9 +54,7 @@ def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
         for fact_id, field, tenant, current, blob in rows:
             indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
     else:
-        columns = TRANSFER_COLUMNS[table]
-        marks = ", ".join("?" * len(columns.split(",")))
-        cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+        transfer.insert_plain(SQLITE, cur, table, rows)
 
 
 def finish(cur: Any) -> None:

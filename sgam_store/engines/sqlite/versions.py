@@ -13,10 +13,11 @@ from typing import Any
 
 from sgam_store.core.clock import CLOCK
 from sgam_store.core.models import FactRow
+from sgam_store.engines.common import versions
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite.predicates import (
     KEY_PAIRS,
     as_list,
-    belief,
     believed_sql,
     current_sql,
     visible,
@@ -26,6 +27,7 @@ COLUMNS = ", ".join(FactRow._fields)
 F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
 _INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join('?' * len(FactRow._fields))})"
 _KEY = "namespace = ? AND attribute = ?"
+export(globals(), versions, SQLITE)
 
 
 def _one(cur: Any, sql: str, params: tuple[Any, ...]) -> FactRow | None:
@@ -148,10 +150,6 @@ def open_ttl(cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
     ).fetchone()
 
 
-def set_expiry(cur: Any, row_id: int, expires: str) -> None:
-    cur.execute("UPDATE facts SET expires_at = ? WHERE row_id = ?", (expires, row_id))
-
-
 def expired(cur: Any, now: str) -> list[FactRow]:
     """Open versions whose `expires_at` has passed by `now`."""
     return _all(
@@ -159,57 +157,4 @@ def expired(cur: Any, now: str) -> list[FactRow]:
         f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ? "
         f"AND {current_sql()}",
         (now,),
-    )
-
-
-# ---------------------------------------------------------------- reads
-
-
-def visible_at(
-    conn: Any, ns: str, attribute: str, at: str | None, known_at: str | None
-) -> FactRow | None:
-    """The version of a key visible at valid time `at`, as believed at `known_at`."""
-    cond, params = visible(at, known_at, alias="")
-    return _one(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, *params),
-    )
-
-
-def history(conn: Any, ns: str, attribute: str, known_at: str | None) -> list[FactRow]:
-    """Every version of a key believed at `known_at` (None: now), by valid_from."""
-    cond, params = belief(known_at)
-    return _all(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from",
-        (ns, attribute, *params),
-    )
-
-
-def believed(conn: Any, narrow: dict[str, str | None], known_at: str | None) -> list[FactRow]:
-    """Every version believed at `known_at`, key by key in valid-time order, narrowed to
-    the given tenant_id, subject and attribute values (None: any)."""
-    cond, params = belief(known_at)
-    for column, value in narrow.items():
-        if value is not None:
-            cond, params = f"{cond} AND {column} = ?", [*params, value]
-    return _all(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE {cond} "
-        "ORDER BY tenant_id, subject, attribute, valid_from",
-        tuple(params),
-    )
-
-
-def by_row_id(conn: Any, row_id: int) -> FactRow | None:
-    return _one(conn, f"SELECT {COLUMNS} FROM facts WHERE row_id = ?", (row_id,))
-
-
-def latest_of(conn: Any, fact_id: int) -> FactRow | None:
-    """A fact's newest version (its closed copy, or the retired row)."""
-    return _one(
-        conn,
-        f"SELECT {COLUMNS} FROM facts WHERE fact_id = ? ORDER BY row_id DESC LIMIT 1",
-        (fact_id,),
     )

@@ -1,0 +1,96 @@
+"""The few SQL fragments where SQLite and PostgreSQL differ in portable statements.
+
+A portable statement is written once with `?` placeholders and these fragments; the
+statement functions take the dialect first, and `export` binds it, so each engine's
+module offers the same functions with the parameters `core/engine.py` names. Anything
+beyond this (FTS5 against tsvector, the vector table against pgvector, locks, DDL) stays
+in the engine's own modules.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterable
+from functools import partial
+from types import ModuleType
+from typing import Any
+
+
+class Dialect:
+    """SQLite's spelling; `POSTGRES` overrides what PostgreSQL spells otherwise."""
+
+    name = "sqlite"
+    collate_c = ""  # SQLite compares text byte-wise already
+    same = "IS"  # null-safe equality
+    greatest = "MAX"  # the larger of two values
+
+    def sql(self, text: str) -> str:
+        """The statement as the driver takes it."""
+        return text
+
+    def in_list(self, column: str, kind: str = "bigint") -> str:
+        """`column` is one of a list bound as one parameter (`as_list`): one statement for
+        any length, never near SQLite's parameter limit."""
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def as_list(self, values: Iterable[Any]) -> Any:
+        """The parameter `in_list` binds."""
+        return json.dumps(list(values))
+
+    def json_text(self, column: str, key: str) -> str:
+        """A top-level key of a JSON text column, as text."""
+        return f"json_extract({column}, '$.{key}')"
+
+    def typed(self, kind: str) -> str:
+        """A placeholder whose type the database cannot infer (a selected constant)."""
+        return "?"
+
+
+class _Postgres(Dialect):
+    name = "postgres"
+    collate_c = ' COLLATE "C"'  # byte-wise, as SQLite's text sorts
+    same = "IS NOT DISTINCT FROM"
+    greatest = "GREATEST"
+
+    def __init__(self) -> None:
+        self._translated: dict[str, str] = {}
+
+    def sql(self, text: str) -> str:
+        """`?` becomes psycopg's `%s` (a literal `%` doubles); translated once per text."""
+        found = self._translated.get(text)
+        if found is None:
+            if len(self._translated) > 4096:  # statements built from many shapes
+                self._translated.clear()
+            found = self._translated[text] = text.replace("%", "%%").replace("?", "%s")
+        return found
+
+    def in_list(self, column: str, kind: str = "bigint") -> str:
+        return f"{column} = ANY(?::{kind}[])"
+
+    def as_list(self, values: Iterable[Any]) -> Any:
+        return list(values)
+
+    def json_text(self, column: str, key: str) -> str:
+        return f"{column}::jsonb ->> '{key}'"
+
+    def typed(self, kind: str) -> str:
+        return f"?::{kind}"
+
+
+SQLITE = Dialect()
+POSTGRES = _Postgres()
+
+
+def export(namespace: dict[str, Any], module: ModuleType, dialect: Dialect) -> None:
+    """Put `module`'s public statements into an engine module's `namespace`: functions whose
+    first parameter is the dialect get it bound; constants and other functions as they are."""
+    for name, value in vars(module).items():
+        if name.startswith("_") or isinstance(value, ModuleType):
+            continue
+        if inspect.isfunction(value) and value.__module__ == module.__name__:
+            if next(iter(inspect.signature(value).parameters)) == "d":
+                value = partial(value, dialect)
+            namespace[name] = value
+        elif name.isupper():
+            namespace[name] = value

@@ -1,0 +1,45 @@
+"""The episodes table's statements, on either engine, and the one facts lookup provenance
+starts from.
+
+Rows travel as tuples in `COLUMNS` order, which is `Episode`'s field order: metadata as
+JSON text, timestamps as the stored fixed-width UTC text. `sgam_store.ledger.episodes`
+builds and validates the `Episode`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sgam_store.engines.common.dialect import Dialect
+
+COLUMNS = (
+    "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
+    "occurred_at, recorded_at, retention_class"
+)
+
+
+def exists(d: Dialect, cur: Any, episode_id: str) -> bool:
+    """True when an episode with this id is recorded (for any tenant)."""
+    sql = d.sql("SELECT 1 FROM episodes WHERE episode_id = ?")
+    return cur.execute(sql, (episode_id,)).fetchone() is not None
+
+
+def insert(d: Dialect, cur: Any, row: tuple[Any, ...]) -> None:
+    """Append one episode row, given in `COLUMNS` order."""
+    cur.execute(d.sql(f"INSERT INTO episodes ({COLUMNS}) VALUES ({', '.join('?' * 10)})"), row)
+
+
+def by_id(
+    d: Dialect, cur: Any, episode_id: str, tenant_id: str | None = None
+) -> tuple[Any, ...] | None:
+    """The episode's row in `COLUMNS` order, or None; with `tenant_id`, only that tenant's."""
+    sql, params = f"SELECT {COLUMNS} FROM episodes WHERE episode_id = ?", [episode_id]
+    if tenant_id is not None:
+        sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
+    return cur.execute(d.sql(sql), params).fetchone()
+
+
+def fact_source(d: Dialect, cur: Any, fact_id: int) -> tuple[str, str] | None:
+    """(tenant_id, source_episode_id) of a fact (any of its versions), or None."""
+    sql = d.sql("SELECT tenant_id, source_episode_id FROM facts WHERE fact_id = ? LIMIT 1")
+    return cur.execute(sql, (fact_id,)).fetchone()

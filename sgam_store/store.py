@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -660,24 +660,42 @@ class SGAMStore(BaseStore):
     # corrections written as new memories (logic in write/supersession.py)
 
     def apply_supersession(
-        self, new_fact_id: int, verdicts: Sequence[supersession.Verdict], *, decided_by: str
+        self,
+        new_fact_id: int,
+        verdicts: Sequence[supersession.Verdict],
+        *,
+        decided_by: str,
+        tenant_id: str | None = None,
     ) -> list[SupersessionDecision]:
         """Record the review of a new memory: each verdict about a current memory it may
         restate. A "supersedes" one closes that memory where the new one starts and
-        links the two (`supersedes_fact_id`); the others change no fact."""
+        links the two (`supersedes_fact_id`); the others change no fact. `tenant_id`:
+        the facts' tenant, which row security (PostgreSQL) needs to let the
+        application role see them."""
         self._ensure_ready()
-        return supersession.apply(self.facts, new_fact_id, verdicts, decided_by)
+        with self._tenant_of_ids(tenant_id):
+            return supersession.apply(self.facts, new_fact_id, verdicts, decided_by)
 
-    def undo_supersession(self, decision_id: int) -> Fact:
+    def undo_supersession(self, decision_id: int, *, tenant_id: str | None = None) -> Fact:
         """Take back a "supersedes" decision with history intact; return the restored fact."""
         self._ensure_ready()
-        return supersession.undo(self.facts, decision_id)
+        with self._tenant_of_ids(tenant_id):
+            return supersession.undo(self.facts, decision_id)
 
-    def supersession_decisions(self, fact: Fact | int) -> list[SupersessionDecision]:
+    def supersession_decisions(
+        self, fact: Fact | int, *, tenant_id: str | None = None
+    ) -> list[SupersessionDecision]:
         """The review decisions that name this fact, as the new memory or the old one."""
         self._ensure_ready()
         fact_id = fact.fact_id if isinstance(fact, Fact) else fact
-        return supersession.decisions_touching(self.engine, [fact_id])
+        tenant = fact.tenant_id if isinstance(fact, Fact) and tenant_id is None else tenant_id
+        with self._tenant_of_ids(tenant):
+            return supersession.decisions_touching(self.engine, [fact_id])
+
+    def _tenant_of_ids(self, tenant_id: str | None) -> Any:
+        """A call that names facts by id runs in `tenant_id`'s scope when given, else in
+        the scope it was called from (a review run's tenant, or none)."""
+        return nullcontext() if tenant_id is None else self.engine.tenant_scope(tenant_id)
 
     def ledger(
         self,
@@ -762,7 +780,8 @@ class SGAMStore(BaseStore):
     def end_session(self, tenant_id: str, thread_id: str) -> RetentionReport:
         """Mark a thread's session ended and erase its session_only facts and episodes."""
         self._ensure_ready()
-        return self.facts.run(lambda tx: retention.end_session(tx, tenant_id, thread_id))
+        with self.engine.tenant_scope(tenant_id):  # row security: the tenant's rows
+            return self.facts.run(lambda tx: retention.end_session(tx, tenant_id, thread_id))
 
     def purge(
         self,

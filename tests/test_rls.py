@@ -295,3 +295,8 @@ def test_the_app_role_reviews_its_tenants_corrections(databases: dict[bool, str]
         assert report.reviewed == 1, report
         assert [i.key for i in view.search(("ana",))] == ["m2"]  # m1 is no longer current
         assert len(store.history("reviewed", "ana", "m1")) == 1  # closed, kept
+        (decision,) = report.superseded
+        m1 = store.history("reviewed", "ana", "m1")[0]
+        assert [d.decision_id for d in store.supersession_decisions(m1)] == [decision.decision_id]
+        store.undo_supersession(decision.decision_id, tenant_id="reviewed")
+        assert sorted(i.key for i in view.search(("ana",))) == ["m1", "m2"]

@@ -198,22 +198,23 @@ def pending_reviews(
 ) -> tuple[list[Review], list[Dismissal]]:
     """The queued memories with their candidates, and those with nothing to decide, each
     with the reason (no longer current, alone in its namespace, nothing close enough)."""
-    store.engine.ensure_ready()
-    with store.engine.reading() as conn:
-        queued = store.engine.supersession.queued(conn, tenant_id, limit)
-        rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
-    reviews, idle = [], []
-    for (fact_id, _), row in zip(queued, rows, strict=True):
-        new = _current(store, row) if row is not None else None
-        if new is None or new.fact_id != fact_id:
-            idle.append(Dismissal(fact_id, NOT_CURRENT))
-            continue
-        candidates, reason = _nominate(store, new)
-        if candidates:
-            reviews.append(Review(new, candidates))
-        else:
-            idle.append(Dismissal(fact_id, reason))
-    return reviews, idle
+    with store.engine.tenant_scope(tenant_id):  # row security: that tenant's queue
+        store.engine.ensure_ready()
+        with store.engine.reading() as conn:
+            queued = store.engine.supersession.queued(conn, tenant_id, limit)
+            rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
+        reviews, idle = [], []
+        for (fact_id, _), row in zip(queued, rows, strict=True):
+            new = _current(store, row) if row is not None else None
+            if new is None or new.fact_id != fact_id:
+                idle.append(Dismissal(fact_id, NOT_CURRENT))
+                continue
+            candidates, reason = _nominate(store, new)
+            if candidates:
+                reviews.append(Review(new, candidates))
+            else:
+                idle.append(Dismissal(fact_id, reason))
+        return reviews, idle
 
 
 def _current(store: SGAMStore, row: Any) -> Fact | None:

@@ -21,7 +21,7 @@ def undo(app: Inspector, tenant: str, form: Mapping[str, str]) -> None:
     decision_id = number(form, "decision_id", 0, 1, 2**62)
     if decision_id not in {d["decision_id"] for d in tenant_decisions(app.store, tenant)}:
         raise NotFound(f"no decision {decision_id} for this tenant")
-    app.store.undo_supersession(decision_id)
+    app.store.undo_supersession(decision_id, tenant_id=tenant)
 
 
 def decide(app: Inspector, tenant: str, form: Mapping[str, str]) -> None:
@@ -39,7 +39,7 @@ def decide(app: Inspector, tenant: str, form: Mapping[str, str]) -> None:
         if choice not in VERDICTS:
             raise BadParameter(f"a verdict is one of {', '.join(VERDICTS)}, got {choice!r}")
         verdicts.append(Verdict(candidate.fact.fact_id, choice, reason, candidate.score))
-    app.store.apply_supersession(new_fact_id, verdicts, decided_by=DECIDED_BY)
+    app.store.apply_supersession(new_fact_id, verdicts, decided_by=DECIDED_BY, tenant_id=tenant)
 
 
 ACTIONS: dict[str, Callable[[Inspector, str, Mapping[str, str]], None]] = {

@@ -184,7 +184,7 @@ class Ranker:
     ) -> tuple[Ranked, bool]:
         """`_order` over a small scope's facts, each scored directly: the same signals,
         depths and fusion as the tenant-wide path, with no candidate left to check. Hybrid
-        search also drops the query's terms common in the scope (`scope_keyword_match`):
+        search also drops the query's terms common in the scope (`scope_keyword_hits`):
         counting them is a query per term, affordable over a small scope only."""
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
@@ -192,12 +192,11 @@ class Ranker:
         hybrid = query_vec is not None and cfg.mode == "hybrid"
         keyword: Ranked = []
         if query_vec is None or hybrid:
-            match = (
-                scope_keyword_match(self._engine, conn, scope, op, ids, self._terms)
-                if hybrid
-                else keyword_match(self._engine, conn, scope, op, None)
-            )
-            hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
+            if hybrid:
+                hits = scope_keyword_hits(self._engine, conn, scope, op, ids, self._terms)
+            else:
+                match = keyword_match(self._engine, conn, scope, op, None)
+                hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
             return keyword[:want], True
@@ -420,18 +419,28 @@ def scope_frequency(
     return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
 
 
-def scope_keyword_match(
+def scope_keyword_hits(
     engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
-) -> Any | None:
-    """`keyword_match` for hybrid search of the small scope `fact_ids`: terms common in
-    the store or in the scope dropped (see SCOPE_COMMON_SHARE)."""
+) -> Hits:
+    """`keyword_scores` of the small scope `fact_ids` for hybrid search, terms common in
+    the store or in the scope dropped (see SCOPE_COMMON_SHARE).
+
+    No term is in more of the scope's facts than match any of the terms, so when those
+    are few enough no term can be common in the scope: the query over all terms is the
+    answer, and the count per term (a query each, most of a per-user search's keyword
+    cost) is only run when the matches exceed the ceiling. Same hits, same order."""
     terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
+    tenant = search.tenant_of(engine, scope, op)
+    query = engine.reads.keyword_query(conn, terms, tenant)
+    hits: Hits = engine.reads.keyword_scores(conn, query, fact_ids) if query else []
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
-    if len(fact_ids) > ceiling:  # else no term can be in more of them
-        terms = [
-            t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling
-        ]
-    return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
+    if len(hits) <= ceiling:
+        return hits
+    kept = [t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling]
+    if kept == terms:
+        return hits
+    query = engine.reads.keyword_query(conn, kept, tenant)
+    return engine.reads.keyword_scores(conn, query, fact_ids) if query else []
 
 
 def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:

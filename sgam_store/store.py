@@ -775,11 +775,12 @@ class SGAMStore(BaseStore):
         """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
         self._ensure_ready()
         erasure = self.engine.erasure
-        return erasure.execute(
-            self.facts.ledger,
-            lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
-            secure=secure_delete,
-        )
+        with self.engine.tenant_scope(tenant_id):  # row security: the tenant's rows
+            return erasure.execute(
+                self.facts.ledger,
+                lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
+                secure=secure_delete,
+            )
 
     def purge_episode(
         self, tenant_id: str, episode_id: str, *, secure_delete: bool = False
@@ -787,11 +788,12 @@ class SGAMStore(BaseStore):
         """Erase an episode and the facts whose only source it was; see `erasure`."""
         self._ensure_ready()
         erasure = self.engine.erasure
-        return erasure.execute(
-            self.facts.ledger,
-            lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
-            secure=secure_delete,
-        )
+        with self.engine.tenant_scope(tenant_id):
+            return erasure.execute(
+                self.facts.ledger,
+                lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
+                secure=secure_delete,
+            )
 
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""

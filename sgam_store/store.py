@@ -48,7 +48,7 @@ from sgam_store.ledger import changes, episodes
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
-from sgam_store.read import search
+from sgam_store.read import explain, search
 from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
@@ -345,6 +345,28 @@ class SGAMStore(BaseStore):
         if puts:
             self.facts.run(lambda tx: self._apply_puts(tx, puts))
         return results
+
+    def explain_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[explain.Explanation]:
+        """`search`'s hits, in its order, each with its keyword and vector contributions
+        (`read.explain.Explanation`): why a memory ranked where it did."""
+        op = SearchOp(tuple(namespace_prefix), filter, limit, offset, query)
+        return self.explain(op, CURRENT)
+
+    def explain(self, op: SearchOp, scope: Scope) -> list[explain.Explanation]:
+        """`explain_search` of an absolute search op within `scope` (views call this)."""
+        self._ensure_ready()
+        _validate(op, self.engine.filters, self.engine.layout)
+        query_vec = self._ranker.embed_queries([op]).get(0)
+        with self.engine.tenant_scope(_tenant_of(self.engine.layout, scope, [op])):
+            return explain.explain(self._ranker, self.engine, scope, op, query_vec, self.retrieval)
 
     def _read(self, conn: Any, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
         if isinstance(op, GetOp):

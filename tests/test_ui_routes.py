@@ -103,6 +103,14 @@ def test_search_ranks_as_the_store_does(seeded, client) -> None:
     hits = store.for_tenant("acme").search((), query="passport deadline", limit=5)
     assert [(h["key"], h["score"]) for h in data["hits"]] == [(h.key, h.score) for h in hits]
     assert data["hits"] and all(h["current"] for h in data["hits"])
+    explained = store.for_tenant("acme").explain_search((), "passport deadline", limit=5)
+    sides = [(h["keyword"], h["keyword_rank"], h["cosine"], h["vector_rank"]) for h in data["hits"]]
+    assert sides == [(e.keyword, e.keyword_rank, e.cosine, e.vector_rank) for e in explained]
+    # No embeddings: keywords alone rank, and every hit holds a term of the query.
+    assert all(0 < k <= 1 and c is None for k, _, c, _ in sides)
+    assert [r for _, r, _, _ in sides] == list(range(1, len(sides) + 1))
+    html = client.get("/search", params=PAGES["search"]).text
+    assert f"{sides[0][0]:.2f} (#1)" in html
 
 
 def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:

@@ -310,8 +310,9 @@ def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
 
 
 class SearchPage(Page):
-    """The tenant's search, ranked exactly as `search` ranks it (the same call on the
-    same view), with each hit's score and whether it is the key's current version."""
+    """The tenant's search, ranked exactly as `search` ranks it (`explain_search` on the
+    same view), with each hit's score, its keyword and vector contributions, and whether
+    it is the key's current version."""
 
     template = "search.html"
     title = "Search"
@@ -324,11 +325,13 @@ class SearchPage(Page):
         hits = []
         if q:
             view = self.app.view(tenant, self.when)
-            found = view.search(self.app.relative_of(tenant, prefix), query=q, limit=limit)
-            hits = [self._hit(tenant, item) for item in found]
+            relative = self.app.relative_of(tenant, prefix)
+            found = view.explain_search(relative, q, limit=limit)
+            hits = [self._hit(tenant, e) for e in found]
         return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
 
-    def _hit(self, tenant: str, item: Any) -> dict[str, Any]:
+    def _hit(self, tenant: str, explained: Any) -> dict[str, Any]:
+        item = explained.item
         subject = self.app.subject_of(tenant, item.namespace)
         current = self.app.store.fact_at(tenant, subject, item.key)
         return {
@@ -336,6 +339,10 @@ class SearchPage(Page):
             "key": item.key,
             "value": shown(item.value),
             "score": item.score,
+            "keyword": explained.keyword,
+            "keyword_rank": explained.keyword_rank,
+            "cosine": explained.cosine,
+            "vector_rank": explained.vector_rank,
             "valid_from": stamp(item.updated_at),
             "current": current is not None and current.valid_from == item.updated_at,
         }

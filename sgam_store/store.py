@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -65,6 +65,14 @@ if TYPE_CHECKING:
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
+
+
+class _RolledBack(Exception):
+    """Carries a dry-run erasure's report out of the transaction it rolls back."""
+
+    def __init__(self, report: PurgeReport) -> None:
+        super().__init__("dry run")
+        self.report = report
 
 
 @dataclass
@@ -793,29 +801,55 @@ class SGAMStore(BaseStore):
         attribute: str | None = None,
         *,
         secure_delete: bool = False,
+        dry_run: bool = False,
     ) -> PurgeReport:
-        """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
-        self._ensure_ready()
+        """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`.
+        `dry_run` reports what would be erased and erases nothing."""
         erasure = self.engine.erasure
-        with self.engine.tenant_scope(tenant_id):  # row security: the tenant's rows
-            return erasure.execute(
-                self.facts.ledger,
-                lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
-                secure=secure_delete,
-            )
+        return self._erase(
+            tenant_id,
+            lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
+            secure=secure_delete,
+            dry_run=dry_run,
+        )
 
     def purge_episode(
-        self, tenant_id: str, episode_id: str, *, secure_delete: bool = False
+        self,
+        tenant_id: str,
+        episode_id: str,
+        *,
+        secure_delete: bool = False,
+        dry_run: bool = False,
     ) -> PurgeReport:
-        """Erase an episode and the facts whose only source it was; see `erasure`."""
-        self._ensure_ready()
+        """Erase an episode and the facts whose only source it was; see `erasure`.
+        `dry_run` reports what would be erased and erases nothing."""
         erasure = self.engine.erasure
+        return self._erase(
+            tenant_id,
+            lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
+            secure=secure_delete,
+            dry_run=dry_run,
+        )
+
+    def _erase(
+        self, tenant_id: str, select: Callable[[Any], PurgeReport], *, secure: bool, dry_run: bool
+    ) -> PurgeReport:
+        """Run an erasure in the tenant's scope (row security: the tenant's rows). A dry
+        run is the same erasure in the same write transaction, rolled back: its report
+        counts exactly what the real one would, while the vector mirror hears of nothing
+        (no commit, so no commit hook) and no secure rewrite runs."""
+        self._ensure_ready()
         with self.engine.tenant_scope(tenant_id):
-            return erasure.execute(
-                self.facts.ledger,
-                lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
-                secure=secure_delete,
-            )
+            if not dry_run:
+                return self.engine.erasure.execute(self.facts.ledger, select, secure=secure)
+
+            def rehearse(tx: ledger.Tx) -> NoReturn:
+                raise _RolledBack(select(tx.cur))
+
+            try:
+                return self.facts.ledger.run(rehearse)
+            except _RolledBack as rehearsal:
+                return rehearsal.report
 
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""

@@ -137,7 +137,7 @@ def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:
 def test_episode_page_lists_the_facts_it_sourced(client: TestClient) -> None:
     data = client.get("/episode.json", params={"tenant": "acme", "id": "e1"}).json()
     assert {f["attribute"] for f in data["facts"]} == {"answer_style", "passport_deadline"}
-    assert data["erasure_preview"] is False
+    assert data["erasure_preview"] is None  # read-only: no preview (it takes the write lock)
     assert client.get("/episode", params={"tenant": "acme", "id": "g1"}).status_code == 404
 
 
@@ -195,7 +195,7 @@ def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
         assert other.post("/review/undo", data=theirs).status_code == 404  # not its tenant
         assert store.fact_at("acme", "mira", "answer_style") is None  # nothing undone yet
         preview = client.get("/episode", params={"tenant": "acme", "id": "e1"}).text
-        assert 'id="erasure-preview"' in preview and "no dry run" in preview
+        assert 'id="erasure-preview"' in preview and "dry run" in preview
         done = client.post("/review/undo", data={**form, "csrf": token})
         assert done.status_code == 303
         assert store.fact_at("acme", "mira", "answer_style").value == "detailed"
@@ -415,3 +415,21 @@ def test_with_writes_a_person_records_a_review_decision(store: SGAMStore) -> Non
     assert {(d["decided_by"], d["reason"]) for d in recorded} == {
         ("sgam ui", "the note restates the deadline")
     }
+
+
+def test_episode_erasure_preview_is_the_purge_dry_run(target: str) -> None:
+    with SGAMStore.from_conn_string(target) as store:
+        store.setup()
+        seed(store)
+        client = TestClient(create_app(store, allow_writes=True))
+        params = {"tenant": "acme", "id": "e1"}
+        data = client.get("/episode.json", params=params).json()
+        preview = data["erasure_preview"]
+        assert preview["episode_ids"] == ["e1"] and preview["fact_ids"]
+        assert {f["fact_id"] for f in data["facts"] if f["erased"]} <= set(preview["fact_ids"])
+        html = client.get("/episode", params=params).text
+        assert f"#{preview['fact_ids'][0]}" in html and "would remove" in html
+        assert client.get("/episode.json", params=params).json()["erasure_preview"] == preview
+        assert store.get_episode("e1", tenant_id="acme") is not None  # nothing erased
+        assert store.purge_episode("acme", "e1").to_dict() == preview
+        assert client.get("/episode", params=params).status_code == 404

@@ -396,8 +396,9 @@ def _key(fact: Fact | None) -> dict[str, str] | None:
 
 
 class EpisodePage(Page):
-    """An episode's text and every believed fact that cites it; with writes enabled,
-    what `purge_episode` would consider (there is no dry-run API to ask exactly)."""
+    """An episode's text and every believed fact that cites it; with writes enabled, an
+    erasure preview: `purge_episode(dry_run=True)`, the purge run and rolled back, so it
+    says exactly what `sgam purge --episode` would remove."""
 
     template = "episode.html"
     title = "Episode"
@@ -405,19 +406,24 @@ class EpisodePage(Page):
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
         episode_id = text(self.query, "id", required=True)
-        episode = self.app.store.get_episode(episode_id, tenant_id=tenant)
+        store = self.app.store
+        episode = store.get_episode(episode_id, tenant_id=tenant)
         if episode is None:
             raise NotFound(f"no episode {episode_id!r}")
+        preview = None
+        if self.app.allow_writes:
+            preview = store.purge_episode(tenant, episode_id, dry_run=True).to_dict()
+        erased = set(preview["fact_ids"]) if preview else set()
         facts = [
-            {**fact_json(f), "shown_value": shown(f.value)}
-            for f in self.app.store.ledger(tenant, known_at=self.when.known_at)
+            {**fact_json(f), "shown_value": shown(f.value), "erased": f.fact_id in erased}
+            for f in store.ledger(tenant, known_at=self.when.known_at)
             if f.source_episode_id == episode_id
         ]
         return {
             "tenant": tenant,
             "episode": episode.model_dump(mode="json"),
             "facts": facts,
-            "erasure_preview": self.app.allow_writes,
+            "erasure_preview": preview,
         }
 
 

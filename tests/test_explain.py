@@ -6,6 +6,7 @@ import pytest
 
 from sgam_store import SGAMStore
 from sgam_store.core.errors import TenantScopeError
+from tests.conftest import HashEmbeddings
 
 ENGINES = ("sqlite", "postgres")
 
@@ -96,3 +97,22 @@ def test_point_in_time_view(vstore: SGAMStore) -> None:
     explained = now.explain_search(("acme",), "vegetarian", limit=10)
     found = now.search(("acme",), query="vegetarian", limit=10)
     assert _hits([e.item for e in explained]) == _hits(found) and explained
+
+
+@pytest.mark.parametrize(
+    "retrieval",
+    [{"threshold": 0.2}, {"fusion": "rrf"}, {"mode": "vector"}, {"mode": "keyword"}],
+)
+def test_every_retrieval_setting_explains_searchs_hits(target: str, retrieval: dict) -> None:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    with SGAMStore.from_conn_string(target, index=index, retrieval=retrieval) as store:
+        store.setup()
+        _fill(store)
+        for query in ("vegetarian", "alice cat lisbon"):
+            explained = store.explain_search(("acme",), query, limit=3, offset=1)
+            found = store.search(("acme",), query=query, limit=3, offset=1)
+            assert _hits([e.item for e in explained]) == _hits(found)
+            if retrieval.get("mode") == "keyword":
+                assert all(e.cosine is None for e in explained)
+            if retrieval.get("mode") == "vector":
+                assert all(e.keyword is None and e.cosine is not None for e in explained)

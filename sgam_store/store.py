@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -48,7 +48,7 @@ from sgam_store.ledger import changes, episodes
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
-from sgam_store.read import search
+from sgam_store.read import explain, search
 from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.ranking import Ranker
@@ -65,6 +65,14 @@ if TYPE_CHECKING:
 
 DEFAULT_SOURCE = "external:store.put"
 CURRENT = Scope()
+
+
+class _RolledBack(Exception):
+    """Carries a dry-run erasure's report out of the transaction it rolls back."""
+
+    def __init__(self, report: PurgeReport) -> None:
+        super().__init__("dry run")
+        self.report = report
 
 
 @dataclass
@@ -345,6 +353,28 @@ class SGAMStore(BaseStore):
         if puts:
             self.facts.run(lambda tx: self._apply_puts(tx, puts))
         return results
+
+    def explain_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[explain.Explanation]:
+        """`search`'s hits, in its order, each with its keyword and vector contributions
+        (`read.explain.Explanation`): why a memory ranked where it did."""
+        op = SearchOp(tuple(namespace_prefix), filter, limit, offset, query)
+        return self.explain(op, CURRENT)
+
+    def explain(self, op: SearchOp, scope: Scope) -> list[explain.Explanation]:
+        """`explain_search` of an absolute search op within `scope` (views call this)."""
+        self._ensure_ready()
+        _validate(op, self.engine.filters, self.engine.layout)
+        query_vec = self._ranker.embed_queries([op]).get(0)
+        with self.engine.tenant_scope(_tenant_of(self.engine.layout, scope, [op])):
+            return explain.explain(self._ranker, self.engine, scope, op, query_vec, self.retrieval)
 
     def _read(self, conn: Any, scope: Scope, op: Op, query_vec: bytes | None) -> Result:
         if isinstance(op, GetOp):
@@ -790,27 +820,55 @@ class SGAMStore(BaseStore):
         attribute: str | None = None,
         *,
         secure_delete: bool = False,
+        dry_run: bool = False,
     ) -> PurgeReport:
-        """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`."""
-        self._ensure_ready()
+        """Erase a tenant, or its facts of one subject and/or attribute; see `erasure`.
+        `dry_run` reports what would be erased and erases nothing."""
         erasure = self.engine.erasure
-        return erasure.execute(
-            self.facts.ledger,
+        return self._erase(
+            tenant_id,
             lambda cur: erasure.purge(cur, tenant_id, subject, attribute),
             secure=secure_delete,
+            dry_run=dry_run,
         )
 
     def purge_episode(
-        self, tenant_id: str, episode_id: str, *, secure_delete: bool = False
+        self,
+        tenant_id: str,
+        episode_id: str,
+        *,
+        secure_delete: bool = False,
+        dry_run: bool = False,
     ) -> PurgeReport:
-        """Erase an episode and the facts whose only source it was; see `erasure`."""
-        self._ensure_ready()
+        """Erase an episode and the facts whose only source it was; see `erasure`.
+        `dry_run` reports what would be erased and erases nothing."""
         erasure = self.engine.erasure
-        return erasure.execute(
-            self.facts.ledger,
+        return self._erase(
+            tenant_id,
             lambda cur: erasure.purge_episode(cur, tenant_id, episode_id),
             secure=secure_delete,
+            dry_run=dry_run,
         )
+
+    def _erase(
+        self, tenant_id: str, select: Callable[[Any], PurgeReport], *, secure: bool, dry_run: bool
+    ) -> PurgeReport:
+        """Run an erasure in the tenant's scope (row security: the tenant's rows). A dry
+        run is the same erasure in the same write transaction, rolled back: its report
+        counts exactly what the real one would, while the vector mirror hears of nothing
+        (no commit, so no commit hook) and no secure rewrite runs."""
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant_id):
+            if not dry_run:
+                return self.engine.erasure.execute(self.facts.ledger, select, secure=secure)
+
+            def rehearse(tx: ledger.Tx) -> NoReturn:
+                raise _RolledBack(select(tx.cur))
+
+            try:
+                return self.facts.ledger.run(rehearse)
+            except _RolledBack as rehearsal:
+                return rehearsal.report
 
     def vacuum(self) -> None:
         """Rebuild the file so erased rows leave no free pages, FTS segments or WAL frames."""

@@ -34,6 +34,7 @@ from sgam_store.read.search import Scope
 
 if TYPE_CHECKING:
     from sgam_store.core.models import Change, Fact
+    from sgam_store.read.explain import Explanation
 
 
 class ViewedStore(Protocol):
@@ -58,6 +59,8 @@ class ViewedStore(Protocol):
     ) -> list[Change]: ...
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
+
+    def explain(self, op: SearchOp, scope: Scope) -> list[Explanation]: ...
 
 
 class View(BaseStore):
@@ -113,6 +116,24 @@ class View(BaseStore):
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return self.store.versions(tenant_id, subject, attribute)
+
+    def explain_search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[Explanation]:
+        """`SGAMStore.explain_search` within this view: its instant, its tenant only,
+        namespaces relative to the tenant as `search` returns them."""
+        op = self._to_store(SearchOp(tuple(namespace_prefix), filter, limit, offset, query))
+        found = self.store.explain(op, self.scope)  # type: ignore[arg-type]
+        if self.scope.tenant is not None:
+            for e in found:
+                self._relative(e.item)
+        return found
 
     # -------------------------------------------------------------- tenant translation
 

@@ -300,3 +300,20 @@ def test_the_app_role_reviews_its_tenants_corrections(databases: dict[bool, str]
         assert [d.decision_id for d in store.supersession_decisions(m1)] == [decision.decision_id]
         store.undo_supersession(decision.decision_id, tenant_id="reviewed")
         assert sorted(i.key for i in view.search(("ana",))) == ["m1", "m2"]
+
+
+def test_the_app_role_erases_its_tenants_rows(databases: dict[bool, str]) -> None:
+    """A purge by the application role under row security erases the tenant's rows (an
+    unscoped purge would see none and report nothing erased) and no other tenant's."""
+    with SGAMStore.from_conn_string(databases[True], index=_index()) as store:
+        store.setup()
+        view = store.for_tenant("erased")
+        view.put(("zoe",), "pin", {"text": "zoe pin 1234"})
+        ep = store.record_episode("erased", "my pin is 1234", source_kind="user_message")
+        report = store.purge("erased", "zoe")
+        assert report.fact_ids, report
+        assert view.get(("zoe",), "pin") is None
+        assert store.history("erased", "zoe", "pin") == []
+        assert store.purge_episode("erased", ep.episode_id).episode_ids == [ep.episode_id]
+        assert store.get_episode(ep.episode_id, tenant_id="erased") is None
+        assert store.for_tenant(ATTACKER).search((), query="umbrella")  # untouched

@@ -181,10 +181,12 @@ def test_search_hits_are_the_stores(page: Any, served: str, seeded: SGAMStore) -
     expected = seeded.for_tenant("acme").search((), query="passport deadline", limit=10)
     rows = page.locator("#hits tbody tr")
     assert rows.count() == len(expected) > 0
-    for i, item in enumerate(expected):
+    explained = seeded.for_tenant("acme").explain_search((), "passport deadline", limit=10)
+    for i, (item, why) in enumerate(zip(expected, explained, strict=True)):
         cells = rows.nth(i).locator("td")
-        assert cells.nth(3).inner_text() == item.key
+        assert cells.nth(5).inner_text() == item.key
         assert float(cells.nth(1).inner_text()) == pytest.approx(item.score, abs=5e-5)
+        assert cells.nth(2).inner_text() == f"{why.keyword:.2f} (#{why.keyword_rank})"
     page.screenshot(path=str(SHOTS / "ui-search.png"), full_page=True)
 
 

@@ -103,6 +103,14 @@ def test_search_ranks_as_the_store_does(seeded, client) -> None:
     hits = store.for_tenant("acme").search((), query="passport deadline", limit=5)
     assert [(h["key"], h["score"]) for h in data["hits"]] == [(h.key, h.score) for h in hits]
     assert data["hits"] and all(h["current"] for h in data["hits"])
+    explained = store.for_tenant("acme").explain_search((), "passport deadline", limit=5)
+    sides = [(h["keyword"], h["keyword_rank"], h["cosine"], h["vector_rank"]) for h in data["hits"]]
+    assert sides == [(e.keyword, e.keyword_rank, e.cosine, e.vector_rank) for e in explained]
+    # No embeddings: keywords alone rank, and every hit holds a term of the query.
+    assert all(0 < k <= 1 and c is None for k, _, c, _ in sides)
+    assert [r for _, r, _, _ in sides] == list(range(1, len(sides) + 1))
+    html = client.get("/search", params=PAGES["search"]).text
+    assert f"{sides[0][0]:.2f} (#1)" in html
 
 
 def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:
@@ -129,7 +137,7 @@ def test_review_page_shows_the_queue_and_the_decisions(seeded, client) -> None:
 def test_episode_page_lists_the_facts_it_sourced(client: TestClient) -> None:
     data = client.get("/episode.json", params={"tenant": "acme", "id": "e1"}).json()
     assert {f["attribute"] for f in data["facts"]} == {"answer_style", "passport_deadline"}
-    assert data["erasure_preview"] is False
+    assert data["erasure_preview"] is None  # read-only: no preview (it takes the write lock)
     assert client.get("/episode", params={"tenant": "acme", "id": "g1"}).status_code == 404
 
 
@@ -187,7 +195,7 @@ def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
         assert other.post("/review/undo", data=theirs).status_code == 404  # not its tenant
         assert store.fact_at("acme", "mira", "answer_style") is None  # nothing undone yet
         preview = client.get("/episode", params={"tenant": "acme", "id": "e1"}).text
-        assert 'id="erasure-preview"' in preview and "no dry run" in preview
+        assert 'id="erasure-preview"' in preview and "dry run" in preview
         done = client.post("/review/undo", data={**form, "csrf": token})
         assert done.status_code == 303
         assert store.fact_at("acme", "mira", "answer_style").value == "detailed"
@@ -407,3 +415,21 @@ def test_with_writes_a_person_records_a_review_decision(store: SGAMStore) -> Non
     assert {(d["decided_by"], d["reason"]) for d in recorded} == {
         ("sgam ui", "the note restates the deadline")
     }
+
+
+def test_episode_erasure_preview_is_the_purge_dry_run(target: str) -> None:
+    with SGAMStore.from_conn_string(target) as store:
+        store.setup()
+        seed(store)
+        client = TestClient(create_app(store, allow_writes=True))
+        params = {"tenant": "acme", "id": "e1"}
+        data = client.get("/episode.json", params=params).json()
+        preview = data["erasure_preview"]
+        assert preview["episode_ids"] == ["e1"] and preview["fact_ids"]
+        assert {f["fact_id"] for f in data["facts"] if f["erased"]} <= set(preview["fact_ids"])
+        html = client.get("/episode", params=params).text
+        assert f"#{preview['fact_ids'][0]}" in html and "would remove" in html
+        assert client.get("/episode.json", params=params).json()["erasure_preview"] == preview
+        assert store.get_episode("e1", tenant_id="acme") is not None  # nothing erased
+        assert store.purge_episode("acme", "e1").to_dict() == preview
+        assert client.get("/episode", params=params).status_code == 404

@@ -29,16 +29,16 @@ def cmd_purge(args: argparse.Namespace) -> int:
         raise ValueError(
             "--episode selects by source: do not combine it with --subject/--attribute"
         )
-    if args.episode is None and not narrowed and not args.whole_tenant:
+    if args.episode is None and not narrowed and not (args.whole_tenant or args.dry_run):
         raise ValueError(f"this would erase all of tenant {args.tenant!r}: add --whole-tenant")
+    how = {"secure_delete": args.secure, "dry_run": args.dry_run}
     with existing_store(args.db, schema=args.schema) as store:
         if args.episode is not None:
-            report = store.purge_episode(args.tenant, args.episode, secure_delete=args.secure)
+            report = store.purge_episode(args.tenant, args.episode, **how)
         else:
-            report = store.purge(
-                args.tenant, args.subject, args.attribute, secure_delete=args.secure
-            )
-    return emit(args, f"erased from {mask_uri(args.db)}", report.to_dict(), changes=True)
+            report = store.purge(args.tenant, args.subject, args.attribute, **how)
+    title = "would erase from" if args.dry_run else "erased from"
+    return emit(args, f"{title} {mask_uri(args.db)}", report.to_dict(), changes=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -110,6 +110,9 @@ def add_lifecycle_commands(sub: Any) -> None:
         help="leave no byte of it in the database's files: rewrite the file (SQLite: "
         "secure_delete, FTS merge, VACUUM, WAL truncated) or its tables (PostgreSQL: "
         "VACUUM FULL); slower, see docs/lifecycle.md",
+    )
+    purge.add_argument(
+        "--dry-run", action="store_true", help="report what would be erased, erase nothing"
     )
     command("stats", "row counts, value schema versions, free pages", cmd_stats)
     command("vacuum", "rebuild the file without free pages (after purges)", cmd_vacuum)

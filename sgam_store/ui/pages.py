@@ -310,8 +310,9 @@ def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
 
 
 class SearchPage(Page):
-    """The tenant's search, ranked exactly as `search` ranks it (the same call on the
-    same view), with each hit's score and whether it is the key's current version."""
+    """The tenant's search, ranked exactly as `search` ranks it (`explain_search` on the
+    same view), with each hit's score, its keyword and vector contributions, and whether
+    it is the key's current version."""
 
     template = "search.html"
     title = "Search"
@@ -324,11 +325,13 @@ class SearchPage(Page):
         hits = []
         if q:
             view = self.app.view(tenant, self.when)
-            found = view.search(self.app.relative_of(tenant, prefix), query=q, limit=limit)
-            hits = [self._hit(tenant, item) for item in found]
+            relative = self.app.relative_of(tenant, prefix)
+            found = view.explain_search(relative, q, limit=limit)
+            hits = [self._hit(tenant, e) for e in found]
         return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
 
-    def _hit(self, tenant: str, item: Any) -> dict[str, Any]:
+    def _hit(self, tenant: str, explained: Any) -> dict[str, Any]:
+        item = explained.item
         subject = self.app.subject_of(tenant, item.namespace)
         current = self.app.store.fact_at(tenant, subject, item.key)
         return {
@@ -336,6 +339,10 @@ class SearchPage(Page):
             "key": item.key,
             "value": shown(item.value),
             "score": item.score,
+            "keyword": explained.keyword,
+            "keyword_rank": explained.keyword_rank,
+            "cosine": explained.cosine,
+            "vector_rank": explained.vector_rank,
             "valid_from": stamp(item.updated_at),
             "current": current is not None and current.valid_from == item.updated_at,
         }
@@ -389,8 +396,9 @@ def _key(fact: Fact | None) -> dict[str, str] | None:
 
 
 class EpisodePage(Page):
-    """An episode's text and every believed fact that cites it; with writes enabled,
-    what `purge_episode` would consider (there is no dry-run API to ask exactly)."""
+    """An episode's text and every believed fact that cites it; with writes enabled, an
+    erasure preview: `purge_episode(dry_run=True)`, the purge run and rolled back, so it
+    says exactly what `sgam purge --episode` would remove."""
 
     template = "episode.html"
     title = "Episode"
@@ -398,19 +406,24 @@ class EpisodePage(Page):
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
         episode_id = text(self.query, "id", required=True)
-        episode = self.app.store.get_episode(episode_id, tenant_id=tenant)
+        store = self.app.store
+        episode = store.get_episode(episode_id, tenant_id=tenant)
         if episode is None:
             raise NotFound(f"no episode {episode_id!r}")
+        preview = None
+        if self.app.allow_writes:
+            preview = store.purge_episode(tenant, episode_id, dry_run=True).to_dict()
+        erased = set(preview["fact_ids"]) if preview else set()
         facts = [
-            {**fact_json(f), "shown_value": shown(f.value)}
-            for f in self.app.store.ledger(tenant, known_at=self.when.known_at)
+            {**fact_json(f), "shown_value": shown(f.value), "erased": f.fact_id in erased}
+            for f in store.ledger(tenant, known_at=self.when.known_at)
             if f.source_episode_id == episode_id
         ]
         return {
             "tenant": tenant,
             "episode": episode.model_dump(mode="json"),
             "facts": facts,
-            "erasure_preview": self.app.allow_writes,
+            "erasure_preview": preview,
         }
 
 

@@ -761,6 +761,23 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant):
             return changes.feed(self.engine, tenant, start, end, limit)
 
+    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+        """How many keys each subject of `tenant_id` holds now: exactly the current items
+        a listing would show (TTL expiry included), counted from an index, never from
+        the values. Every subject asked for is in the answer, 0 when it has none."""
+        if isinstance(subjects, str):
+            raise InvalidFactError("subjects must be a list of subjects, not one string")
+        by_ns = {
+            namespaces.to_text(self.layout.fact_namespace(tenant_id, subject)): subject
+            for subject in subjects
+        }
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant_id), self.engine.reading() as conn:
+            found = self.engine.counts.current_keys(conn, tenant_id, list(by_ns), clock.utc_now())
+        counts = dict.fromkeys(by_ns.values(), 0)
+        counts.update((by_ns[ns], n) for ns, n in found)
+        return counts
+
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
         """Every version of the key ever written, in write order: the believed ones
         (`known_to` None) and the retired ones a correction or a close replaced, which

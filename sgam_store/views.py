@@ -10,7 +10,7 @@ contain '.', so no relative namespace can name another tenant), and its Scope ad
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,6 +59,8 @@ class ViewedStore(Protocol):
     ) -> list[Change]: ...
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
+
+    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]: ...
 
     def explain(self, op: SearchOp, scope: Scope) -> list[Explanation]: ...
 
@@ -116,6 +118,13 @@ class View(BaseStore):
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return self.store.versions(tenant_id, subject, attribute)
+
+    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+        """`SGAMStore.count_keys` (current keys, whatever the view's instant), refused for
+        a tenant other than a tenant view's own."""
+        if self.scope.tenant is not None and tenant_id != self.scope.tenant:
+            raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
+        return self.store.count_keys(tenant_id, subjects)
 
     def explain_search(
         self,

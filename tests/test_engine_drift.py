@@ -179,6 +179,8 @@ CASES: list[tuple[Any, ...]] = [
     ("changes", "feed", ("acme", EPOCH, FAR, 100)),
     ("changes", "feed", (None, EPOCH, FAR, 5)),
     ("changes", "key_versions", ("acme.prefs", "k1")),
+    ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.nobody"], EPOCH)),
+    ("counts", "current_keys", ("zeta", ["acme.prefs"], EPOCH), "none"),
     ("versions", "visible_at", ("acme.prefs", "k1", None, None)),
     ("versions", "visible_at", ("zeta.prefs", "k2", None, None), "none"),
     ("versions", "visible_at", ("zeta.mira", "city", "2025-01-01T00:00:00.000000Z", FAR)),

@@ -98,9 +98,10 @@ def test_setup_from_several_processes_at_once_migrates_once(uri: str) -> None:
 def test_a_version_1_schema_is_upgraded_in_place_with_its_facts(uri: str) -> None:
     with SGAMStore.from_conn_string(uri) as store:
         store.put(("acme", "mira"), "pet", {"kind": "cat"})
-    sql(uri, "DROP INDEX facts_tenant_doc")  # what v2, v3 and v4 added
+    sql(uri, "DROP INDEX facts_tenant_doc")  # what v2, v3, v4 and v5 added
     sql(uri, "DROP TABLE supersession_queue, supersession_decisions")
     sql(uri, "DROP INDEX facts_changes, facts_withdrawn, facts_superseders")
+    sql(uri, "DROP INDEX facts_current_count")
     sql(uri, "UPDATE sgam_meta SET value = '1' WHERE key = 'schema_version'")
     with SGAMStore.from_conn_string(uri) as store:
         store.setup()

@@ -97,6 +97,25 @@ def test_point_in_time_parameters_reanswer_every_page(client: TestClient) -> Non
     assert "valid_at=2026-06-02T00%3A00%3A00.000000Z" in html
 
 
+def test_subjects_show_how_many_keys_each_holds_now(seeded, client) -> None:
+    store, _ = seeded
+    data = client.get("/subjects.json", params={"tenant": "acme"}).json()
+    listed = {
+        s: len(store.for_tenant("acme").search(tuple(s.split(".")), limit=1000))
+        for s in data["rows"]
+    }
+    assert data["keys"] == listed and sum(listed.values()) > 0
+    html = client.get("/subjects", params={"tenant": "acme"}).text
+    assert "<th>current keys</th>" in html and f"<td>{listed['mira']}</td>" in html
+    keys = client.get("/keys.json", params=PAGES["keys"]).json()
+    assert keys["total"] == listed["mira"] >= len(keys["rows"])
+    assert f"of {listed['mira']} current" in client.get("/keys", params=PAGES["keys"]).text
+    # at another instant a current total would not match the listing: none is shown
+    then = {"tenant": "acme", "valid_at": "2026-06-02"}
+    assert client.get("/subjects.json", params=then).json()["keys"] == {}
+    assert client.get("/keys.json", params={**PAGES["keys"], **then}).json()["total"] is None
+
+
 def test_search_ranks_as_the_store_does(seeded, client) -> None:
     store, _ = seeded
     data = client.get("/search.json", params={**PAGES["search"], "limit": 5}).json()

@@ -131,6 +131,8 @@ STATEMENTS: dict[str, frozenset[str]] = {
     "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
     # The change feed, and every version of a key (believed or retired) for its picture.
     "changes": frozenset({"feed", "key_versions"}),
+    # The inspector's totals: current keys per namespace, from an index alone.
+    "counts": frozenset({"current_keys"}),
 }
 
 
@@ -182,6 +184,7 @@ class Engine(Protocol):
     supersession: Any
     transfer: Any
     changes: Any
+    counts: Any
 
     def setup(self) -> None:
         """Create or upgrade the schema: idempotent, safe from several processes."""

@@ -2,9 +2,10 @@
 layout): each builds one dict, which the app renders as HTML or returns as JSON.
 
 A page reads only what it shows: listings page the store's own listing (namespaces
-never read values; keys read one page of values), counts come from `stats()` and from
-namespace listings, and every read goes through a `for_tenant` view or names the tenant
-the app allows, so a confined app cannot show another tenant.
+never read values; keys read one page of values), counts come from `stats()`, from
+namespace listings and from `count_keys` (an index), and every read goes through a
+`for_tenant` view or names the tenant the app allows, so a confined app cannot show
+another tenant.
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ class Inspector:
             return ()
         layout = self.store.layout
         return layout.relative(layout.fact_namespace(tenant, subject))
+
+    def current_keys(self, tenant: str, subjects: list[str], when: When) -> dict[str, int]:
+        """How many keys each subject holds now (from an index, no values read); nothing
+        at another instant, whose listing a current total would not match."""
+        if not when.now or not subjects:
+            return {}
+        return self.store.for_tenant(tenant).count_keys(tenant, subjects)
 
     def tenants(self, when: When) -> list[str]:
         """Every tenant with facts visible at `when` (namespace labels only)."""
@@ -163,11 +171,13 @@ class SubjectsPage(Page):
         listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
         subjects = (self.app.subject_of(tenant, ns) for ns in listed)
         names = [s for s in subjects if needle.lower() in s.lower()]
+        page = page_slice(names, paging)
         return {
             "tenant": tenant,
             "filter": needle,
             "paging": vars(paging),
-            **page_slice(names, paging),
+            **page,
+            "keys": self.app.current_keys(tenant, page["rows"], self.when),
         }
 
 
@@ -194,6 +204,10 @@ class KeysPage(Page):
             "paging": vars(paging),
             "has_next": has_next,
             "scanned": scanned,
+            # The subject's own keys; "" lists the whole tenant, which one count cannot say.
+            "total": self.app.current_keys(tenant, [subject], self.when).get(subject)
+            if subject
+            else None,
             "rows": [
                 {
                     "subject": self.app.subject_of(tenant, item.namespace),

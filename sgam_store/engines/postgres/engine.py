@@ -28,6 +28,7 @@ from sgam_store.engines.postgres import (
     candidates,
     changes,
     connection,
+    counts,
     episodes,
     erasure,
     filters,
@@ -101,6 +102,7 @@ class PostgresEngine:
     stats = stats
     transfer = transfer  # whole-store export and import (sgam copy)
     changes = changes  # the change feed and a key's every version
+    counts = counts  # current keys per namespace, from an index alone
     filters = filters
 
     def __init__(

@@ -21,6 +21,7 @@ from sgam_store.engines.sqlite import (
     candidates,
     changes,
     connection,
+    counts,
     episodes,
     erasure,
     filters,
@@ -75,6 +76,7 @@ class SQLiteEngine:
     stats = stats
     transfer = transfer  # whole-store export and import (sgam copy)
     changes = changes  # the change feed and a key's every version
+    counts = counts  # current keys per namespace, from an index alone
     filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
     def __init__(

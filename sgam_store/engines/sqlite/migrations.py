@@ -322,7 +322,16 @@ V7: list[str | Callable[[Any], None]] = [
        WHERE supersedes_fact_id IS NOT NULL""",
 ]
 
-MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7]
+# V8: the inspector's per-subject totals (`engines/common/counts.py`) count current keys
+# from this index alone: a partial index covers a query only when the columns of its
+# WHERE are among its own, and a current count checks expires_at too.
+V8: list[str | Callable[[Any], None]] = [
+    """CREATE INDEX facts_current_count
+       ON facts (tenant_id, namespace, expires_at, valid_to, known_to)
+       WHERE valid_to IS NULL AND known_to IS NULL""",
+]
+
+MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8]
 LATEST = len(MIGRATIONS)
 
 

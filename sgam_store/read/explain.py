@@ -1,7 +1,7 @@
 """Why a search returned what it did: each hit's score beside its two signals.
 
-`explain` ranks with the store's own ranker (so its hits and order are `search`'s,
-threshold and page included), then asks each side about those hits alone: the share of
+`explain` ranks with the store's own ranker (`Ranker.page`, so its hits and order are
+`search`'s, threshold and page included), then asks each side about those hits alone: the share of
 the query's terms the memory holds and its place in the keyword ranking; its cosine
 similarity and its place in the vector ranking. Both side rankings run over the same
 scope, prefix and filter as the search. Nothing here writes.
@@ -51,7 +51,7 @@ def explain(
     if not op.query:
         return [_bare(item) for item in ranker.search(scope, op, None, retrieval)]
     with engine.snapshot() as conn:
-        page = _page(ranker.rank(conn, scope, op, query_vec, retrieval), op, retrieval)
+        page = ranker.page(conn, scope, op, query_vec, retrieval)
         rows = engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
         fids = [fid for fid, _, _ in page]
         depth = max(op.offset + op.limit, retrieval.depth)
@@ -76,14 +76,6 @@ def explain(
 
 def _bare(item: SearchItem) -> Explanation:
     return Explanation(item, None, None, None, None, None)
-
-
-def _page(ranked: Ranked, op: SearchOp, retrieval: RetrievalConfig) -> Ranked:
-    """The threshold and page applied as `Ranker.search` applies them."""
-    floor = retrieval.threshold
-    if floor is not None:
-        ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
-    return ranked[op.offset : op.offset + op.limit]
 
 
 def _places(ranked: Ranked) -> dict[int, int]:

@@ -78,16 +78,28 @@ class Ranker:
         with self._engine.reading() as conn:
             if not op.query:
                 return search.listing(self._engine, conn, scope, op)
-            ranked = self.rank(conn, scope, op, query_vec, retrieval)
-            floor = retrieval.threshold
-            if floor is not None:
-                ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
-            page = ranked[op.offset : op.offset + op.limit]
+            page = self.page(conn, scope, op, query_vec, retrieval)
             rows = self._engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
         return [
             search.to_item(rows[row_id], score=score, search=True)  # type: ignore[misc]
             for _, score, row_id in page
         ]
+
+    def page(
+        self,
+        conn: Any,
+        scope: Scope,
+        op: SearchOp,
+        query_vec: bytes | None,
+        retrieval: RetrievalConfig,
+    ) -> Ranked:
+        """The ranked hits of `op` (a query) that `search` returns: the threshold, then
+        the page. Written once, for `search` and for `explain`."""
+        ranked = self.rank(conn, scope, op, query_vec, retrieval)
+        floor = retrieval.threshold
+        if floor is not None:
+            ranked = [r for r in ranked if r[1] is not None and r[1] >= floor]
+        return ranked[op.offset : op.offset + op.limit]
 
     def facts(self, scope: Scope, query: str, limit: int, retrieval: RetrievalConfig) -> list[Fact]:
         """Ranked facts for `query` within `scope` (the read path's search step)."""

@@ -36,11 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from langgraph.store.base import PutOp
 from langgraph_sdk import get_client
-from load_langgraph_dev import sentence
-
-from sgam_store import SGAMStore, default_index
+from load_langgraph_dev import seed, sentence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,24 +60,6 @@ class Sample:
 
     def all(self) -> list[float]:
         return self.latencies["put"] + self.latencies["search"]
-
-
-def seed(uri: str, facts: int, tenants: int, embedding: str) -> None:
-    """The same facts for every count: the searches rank them, the puts supersede them."""
-    rng = random.Random(28)
-    index = default_index() if embedding == "local" else None
-    ops = [
-        PutOp(
-            (f"t{i % tenants}", f"user{i % 20}"),
-            f"note-{i % KEYS_PER_TENANT}",
-            {"text": f"The {sentence(rng, 2, 4)} note mentions {sentence(rng, 4, 9)}."},
-        )
-        for i in range(facts)
-    ]
-    with SGAMStore.from_conn_string(uri, index=index) as store:
-        store.setup()
-        for start in range(0, len(ops), 200):
-            store.batch(ops[start : start + 200])
 
 
 async def load(servers: list[Replica], args: argparse.Namespace) -> Sample:
@@ -123,7 +102,8 @@ async def load(servers: list[Replica], args: argparse.Namespace) -> Sample:
 
 def measure(count: int, args: argparse.Namespace) -> Sample:
     uri = pg.fresh_database()
-    seed(uri, args.facts, args.tenants, args.embedding)
+    # The same facts for every count: the searches rank them, the puts supersede them.
+    seed(uri, args.embedding, args.facts, args.tenants, users=20, keys=KEYS_PER_TENANT, rng_seed=28)
     with (
         tempfile.TemporaryDirectory(prefix="sgam-replicas-") as tmp,
         replicas(count, uri, Path(tmp), embedding=args.embedding) as servers,

@@ -81,16 +81,27 @@ def sentence(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def seed(db: Path, embedding: str, facts: int, tenants: int) -> None:
-    """Write the facts the searches rank, with the server's own index config."""
-    rng = random.Random(19)
+def seed(
+    target: str,
+    embedding: str,
+    facts: int,
+    tenants: int,
+    *,
+    users: int = 50,
+    keys: int | None = None,
+    rng_seed: int = 19,
+) -> None:
+    """Write the facts the searches rank, with the server's own index config: `users`
+    subjects per tenant; `keys` caps the key space (None: a key per fact), so that later
+    puts to those keys supersede."""
+    rng = random.Random(rng_seed)
     index = default_index() if embedding == "local" else None
-    with SGAMStore.from_conn_string(str(db), index=index) as store:
+    with SGAMStore.from_conn_string(target, index=index) as store:
         store.setup()
         ops = [
             PutOp(
-                (f"t{i % tenants}", f"user{i % 50}"),
-                f"note-{i}",
+                (f"t{i % tenants}", f"user{i % users}"),
+                f"note-{i if keys is None else i % keys}",
                 {"text": f"The {sentence(rng, 2, 4)} note mentions {sentence(rng, 4, 9)}."},
             )
             for i in range(facts)
@@ -246,7 +257,7 @@ def run(args: argparse.Namespace) -> Result:
         workdir = Path(tmp)
         db = workdir / "load.db"
         print(f"seeding {args.facts} facts over {args.tenants} tenants ...", flush=True)
-        seed(db, args.embedding, args.facts, args.tenants)
+        seed(str(db), args.embedding, args.facts, args.tenants)
         with langgraph_dev(workdir, db, args.embedding) as (url, log_path):
             before = len(log_path.read_text().splitlines())
             print(f"{args.clients} clients, {args.warmup:g} s warmup + {args.duration:g} s ...")

@@ -13,7 +13,7 @@ from typing import Any
 from rich.table import Table
 
 from sgam_store.cli import common
-from sgam_store.cli.common import existing_store
+from sgam_store.cli.common import add_schema_option, existing_store
 from sgam_store.core.models import Change
 from sgam_store.harness.render import plain_table
 
@@ -23,7 +23,7 @@ def add_changes_command(sub: Any) -> None:
     parser.add_argument(
         "--db", required=True, help="an existing database file, or a PostgreSQL URI"
     )
-    parser.add_argument("--schema", default=None, help="PostgreSQL schema (default: public)")
+    add_schema_option(parser)
     parser.add_argument("--since", required=True, help="transaction time, inclusive (with offset)")
     parser.add_argument("--until", help="transaction time, exclusive (default: no bound)")
     parser.add_argument("--tenant", help="one tenant's changes only (default: every tenant)")

@@ -51,6 +51,15 @@ def add_schema_option(parser: argparse.ArgumentParser, flag: str = "--schema") -
     )
 
 
+def add_embedding_option(parser: argparse.ArgumentParser, local: str = "the bundled model") -> None:
+    parser.add_argument(
+        "--embedding",
+        choices=["none", "local"],
+        default="none",
+        help=f"none: keyword search only (default); local: {local}",
+    )
+
+
 def engine_options(target: str, schema: str | None) -> dict[str, Any]:
     """`--schema` as an engine option: PostgreSQL's; on a SQLite file a clear error."""
     if schema is None:

@@ -13,7 +13,12 @@ from dataclasses import replace
 from typing import Any
 
 from sgam_store.cli import common
-from sgam_store.cli.common import add_schema_option, existing_store, search_index
+from sgam_store.cli.common import (
+    add_embedding_option,
+    add_schema_option,
+    existing_store,
+    search_index,
+)
 from sgam_store.core.errors import EpisodeNotFoundError
 from sgam_store.core.models import Fact
 from sgam_store.engines import mask_uri
@@ -273,12 +278,7 @@ def add_read_commands(sub: Any) -> None:
         help="default: hybrid with --embedding local, else keyword (the only index there is)",
     )
     search.add_argument("--limit", type=int, default=10)
-    search.add_argument(
-        "--embedding",
-        choices=["none", "local"],
-        default="none",
-        help="none: keyword search only (default); local: the bundled model",
-    )
+    add_embedding_option(search)
     search.set_defaults(func=cmd_search)
     recall.add_argument("question")
     recall.add_argument("--subject", action="append", help="a subject to include (repeatable)")

@@ -12,7 +12,14 @@ from typing import Any
 from rich.progress import Progress
 
 from sgam_store.cli import common
-from sgam_store.cli.common import add_schema_option, emit, engine_options, live, search_index
+from sgam_store.cli.common import (
+    add_embedding_option,
+    add_schema_option,
+    emit,
+    engine_options,
+    live,
+    search_index,
+)
 from sgam_store.engines import is_postgres_target, mask_uri, open_engine
 from sgam_store.lifecycle import transfer
 from sgam_store.store import SGAMStore
@@ -95,11 +102,6 @@ def add_transfer_commands(sub: Any) -> None:
         help="which namespace label names the tenant, e.g. 1 for LangMem's "
         "('memories', user_id); default: the database's (0 for a new one)",
     )
-    imports.add_argument(
-        "--embedding",
-        choices=["none", "local"],
-        default="none",
-        help="none: keyword search only (default); local: embed with the bundled model",
-    )
+    add_embedding_option(imports, "embed with the bundled model")
     imports.add_argument("--json", action="store_true", help="machine-readable output")
     imports.set_defaults(func=cmd_import)

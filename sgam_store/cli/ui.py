@@ -14,12 +14,14 @@ import socket
 import sys
 import threading
 import webbrowser
-from pathlib import Path
 from typing import Any
 
-from sgam_store.engines import is_postgres_target
-from sgam_store.read.embeddings import default_index
-from sgam_store.store import SGAMStore
+from sgam_store.cli.common import (
+    add_embedding_option,
+    add_schema_option,
+    existing_store,
+    search_index,
+)
 
 UI_EXTRA = ("starlette", "jinja2", "uvicorn", "markupsafe")
 
@@ -27,7 +29,7 @@ UI_EXTRA = ("starlette", "jinja2", "uvicorn", "markupsafe")
 def add_ui_command(sub: Any) -> None:
     parser = sub.add_parser("ui", help="browse the store in a local web inspector")
     parser.add_argument("--db", required=True, help="SQLite file or PostgreSQL URI")
-    parser.add_argument("--schema", default=None, help="PostgreSQL schema (default: public)")
+    add_schema_option(parser)
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--tenant", default=None, help="show only this tenant")
@@ -35,12 +37,7 @@ def add_ui_command(sub: Any) -> None:
         "--allow-writes", action="store_true", help="enable recording and undoing review decisions"
     )
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
-    parser.add_argument(
-        "--embedding",
-        choices=["none", "local"],
-        default="none",
-        help="none: keyword search only (default); local: the bundled model",
-    )
+    add_embedding_option(parser)
     parser.set_defaults(func=cmd_ui)
 
 
@@ -66,14 +63,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if not is_postgres_target(args.db) and not Path(args.db).is_file():
-        raise FileNotFoundError(f"no database at {args.db}")
-    options = {"schema": args.schema} if args.schema else {}
-    index = default_index() if args.embedding == "local" else None
-    if args.embedding == "local" and index is None:
-        raise ValueError("--embedding local needs the local extra: pip install 'sgam-store[local]'")
-    with SGAMStore.from_conn_string(args.db, index=index, **options) as store:
-        store.setup()
+    with existing_store(args.db, search_index(args.embedding), schema=args.schema) as store:
         app = create_app(
             store, allow_writes=args.allow_writes, tenant=args.tenant, database=args.db
         )

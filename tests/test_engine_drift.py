@@ -14,7 +14,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -24,6 +24,17 @@ from sgam_store.core.models import FactRow, MemoryFact
 from sgam_store.engines import common
 from tests import pg
 
+# The tables both engines have (each has its own keyword and vector tables).
+SHARED_TABLES = {
+    "facts",
+    "fact_sources",
+    "backfill_log",
+    "episodes",
+    "ended_sessions",
+    "memory_candidates",
+    "supersession_queue",
+    "supersession_decisions",
+}
 INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 FAR = "9999-12-31T00:00:00.000000Z"
 EPOCH = "0001-01-01T00:00:00.000000Z"
@@ -200,6 +211,8 @@ CASES: list[tuple[Any, ...]] = [
     ("erasure", "facts_of", ("acme",), "ids"),
     ("erasure", "episodes_of", ("acme",), "set"),
     ("erasure", "other_sources", (Nth(7), "acme-e1")),
+    ("erasure", "linked", ("acme", "acme-e1"), "ids"),
+    ("erasure", "linked", ("zeta", "acme-e1"), "none"),
     ("supersession", "by_id", (1,), "decision"),
     ("supersession", "touching", ([Nth(7)],), "decisions"),
     ("transfer", "export_rows", ("backfill_log",), "batches"),
@@ -256,8 +269,54 @@ WRITTEN = {
     ("versions", "set_expiry"),
     ("backfill", "log_rewrite"),
     ("transfer", "insert_plain"),  # sgam copy's round trips (tests/test_copy.py)
-    ("erasure", "selected"),  # the WHERE facts_of runs
+    # test_erasure_agrees_on_both_engines
+    ("erasure", "erase_rows"),
+    ("erasure", "erase_selected"),
+    ("erasure", "erase_episode"),
 }
+
+
+def test_erasure_agrees_on_both_engines(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same purges on both engines report the same rows of the tables both have, and
+    leave the same rows behind: an episode whose fact another source keeps, one subject,
+    then a whole tenant."""
+    found: dict[str, list[Any]] = {}
+    with contextmanager(_stores)(tmp_path_factory) as pair:
+        for engine, store in pair.items():
+            found[engine] = _purged(store)
+    assert found["sqlite"] == found["postgres"]
+    assert found["sqlite"][0]["resourced_fact_ids"]  # the kept fact was found at all
+    assert found["sqlite"][2]["deleted"]["episodes"] > 0
+
+
+def _purged(store: SGAMStore) -> list[Any]:
+    """The reports of the purges, then the rows they left, as plain data."""
+    with store.engine.reading() as conn:
+        ids = conn.execute("SELECT row_id FROM facts ORDER BY row_id")
+        rank = {r[0]: n for n, r in enumerate(ids)}
+    reports = [
+        store.purge_episode("acme", "acme-e1"),
+        store.purge("acme", "prefs"),
+        store.purge("zeta"),
+    ]
+    with store.engine.reading() as conn:
+        left = store.engine.versions.believed(conn, dict.fromkeys(("tenant_id",)), None)
+        sources = conn.execute(
+            "SELECT fact_id, episode_id FROM fact_sources ORDER BY 1, 2"
+        ).fetchall()
+    return [
+        *(
+            {
+                **r.to_dict(),
+                "deleted": {t: n for t, n in r.deleted.items() if t in SHARED_TABLES},
+                "fact_ids": [rank[i] for i in r.fact_ids],
+                "resourced_fact_ids": [rank[i] for i in r.resourced_fact_ids],
+            }
+            for r in reports
+        ),
+        normal(left, rank),
+        [(rank[f], e) for f, e in sources],
+    ]
 
 
 def test_every_portable_statement_is_compared() -> None:

@@ -1,13 +1,17 @@
-"""Erasure's selections, on either engine: which facts and episodes a purge selector
-names, and the other sources that keep a fact alive when one episode goes. The deletions,
-their locks and the secure rewrite are each engine's (`engines/sqlite/erasure.py` gives
-the selectors and the rules).
+"""Erasure on either engine: which facts and episodes a purge selector names, the other
+sources that keep a fact alive when one episode goes, and the deletions from the tables
+both engines have. The keyword and vector rows, the locks and the secure rewrite are each
+engine's (`engines/sqlite/erasure.py` gives the selectors and the rules).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from sgam_store.core import namespaces
+from sgam_store.core.errors import InvalidFactError
+from sgam_store.core.models import PurgeReport
 from sgam_store.engines.common.dialect import Dialect
 
 
@@ -20,12 +24,84 @@ def _where(tenant_id: str, subject: str | None, attribute: str | None) -> tuple[
     return where, params
 
 
-def selected(
-    d: Dialect, tenant_id: str, subject: str | None, attribute: str | None
-) -> tuple[str, list[str]]:
-    """WHERE conditions for a purge selector (tables with tenant, subject, attribute)."""
+def checked(tenant_id: str, subject: str | None, attribute: str | None) -> bool:
+    """Refuse a malformed purge selector; whether it names the whole tenant."""
+    namespaces.check_item_namespace((tenant_id,))
+    if subject is not None:
+        namespaces.check_subject(subject)
+    if attribute is not None and not attribute:
+        raise InvalidFactError("attribute must be a non-empty string (or None for all)")
+    return subject is None and attribute is None
+
+
+def report(
+    tables: Iterable[str], fact_ids: Iterable[int], episode_ids: Iterable[str]
+) -> PurgeReport:
+    """An empty report of an erasure of these facts and episodes from the engine's tables."""
+    return PurgeReport(
+        dict.fromkeys(tables, 0),
+        fact_ids=sorted(set(fact_ids)),
+        episode_ids=sorted(set(episode_ids)),
+    )
+
+
+def erase_rows(d: Dialect, cur: Any, report: PurgeReport) -> PurgeReport:
+    """Delete the report's facts (all versions) and episodes from the tables both engines
+    have, inside the erasure's transaction, once the engine has deleted its keyword and
+    vector rows; count what went."""
+    facts, eps = d.as_list(report.fact_ids), d.as_list(report.episode_ids)
+    fact_in, episode_in = d.in_list("fact_id"), d.in_list("episode_id", "text")
+    sources = f"SELECT DISTINCT source_episode_id{d.collate_c} FROM facts WHERE {fact_in}"
+    rows = cur.execute(d.sql(sources + " ORDER BY 1"), (facts,))
+    report.source_episode_ids = [r[0] for r in rows]
+
+    def delete(table: str, where: str, *params: Any) -> int:
+        return cur.execute(d.sql(f"DELETE FROM {table} WHERE {where}"), params).rowcount
+
+    deleted = report.deleted
+    deleted["facts"] = delete("facts", fact_in, facts)
+    links = d.in_list("supersedes_fact_id")
+    report.cleared_supersedes = cur.execute(
+        d.sql(f"UPDATE facts SET supersedes_fact_id = NULL WHERE {links}"), (facts,)
+    ).rowcount
+    deleted["fact_sources"] = delete("fact_sources", f"{fact_in} OR {episode_in}", facts, eps)
+    deleted["backfill_log"] = delete("backfill_log", fact_in, facts)
+    deleted["episodes"] = delete("episodes", episode_in, eps)
+    # A review decision quotes both memories' values: it goes with either of them.
+    deleted["supersession_queue"] = delete("supersession_queue", fact_in, facts)
+    deleted["supersession_decisions"] = delete(
+        "supersession_decisions",
+        f"{d.in_list('new_fact_id')} OR {d.in_list('old_fact_id')}",
+        facts,
+        facts,
+    )
+    return report
+
+
+def erase_selected(
+    d: Dialect,
+    cur: Any,
+    erase: Callable[[Any, list[int], list[str]], PurgeReport],
+    tenant_id: str,
+    subject: str | None,
+    attribute: str | None,
+) -> PurgeReport:
+    """`erase` what a checked purge selector names: its facts, the memory candidates about
+    them, and for a whole tenant its episodes and ended sessions."""
+    whole = subject is None and attribute is None
+    episode_ids = episodes_of(d, cur, tenant_id) if whole else []
+    report = erase(cur, facts_of(d, cur, tenant_id, subject, attribute), episode_ids)
+    # Weak signals about the same subject/attribute hold its values too (their support
+    # rows cascade). A whole-tenant purge reaches them through its episodes.
     where, params = _where(tenant_id, subject, attribute)
-    return d.sql(where), params
+    report.deleted["memory_candidates"] = cur.execute(
+        d.sql(f"DELETE FROM memory_candidates WHERE {where}"), params
+    ).rowcount
+    if whole:
+        report.deleted["ended_sessions"] = cur.execute(
+            d.sql("DELETE FROM ended_sessions WHERE tenant_id = ?"), (tenant_id,)
+        ).rowcount
+    return report
 
 
 def facts_of(
@@ -55,3 +131,52 @@ def other_sources(d: Dialect, cur: Any, fact_id: int, episode_id: str) -> list[s
         (fact_id, episode_id, fact_id, episode_id),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def linked(d: Dialect, cur: Any, tenant_id: str, episode_id: str) -> list[int]:
+    """The tenant's facts that cite the episode, as their source or through fact_sources."""
+    rows = cur.execute(
+        d.sql(
+            "SELECT fact_id FROM facts WHERE tenant_id = ? AND source_episode_id = ? "
+            "UNION SELECT s.fact_id FROM fact_sources s JOIN facts f ON f.fact_id = s.fact_id "
+            "WHERE s.episode_id = ? AND f.tenant_id = ? ORDER BY 1"
+        ),
+        (tenant_id, episode_id, episode_id, tenant_id),
+    )
+    return [r[0] for r in rows]
+
+
+def erase_episode(
+    d: Dialect,
+    cur: Any,
+    erase: Callable[[Any, list[int], list[str]], PurgeReport],
+    tenant_id: str,
+    episode_id: str,
+) -> PurgeReport:
+    """`erase` the tenant's episode and the facts whose only source it was; a fact with
+    another source is kept and cites a remaining one (byte-wise the first)."""
+    doomed, kept = [], []
+    for fact_id in linked(d, cur, tenant_id, episode_id):
+        others = other_sources(d, cur, fact_id, episode_id)
+        if not others:
+            doomed.append(fact_id)
+            continue
+        kept.append(fact_id)
+        cur.execute(
+            d.sql(
+                "UPDATE facts SET source_episode_id = ? WHERE fact_id = ? AND source_episode_id = ?"
+            ),
+            (others[0], fact_id, episode_id),
+        )
+    unlinked = cur.execute(
+        d.sql(f"DELETE FROM fact_sources WHERE episode_id = ? AND {d.in_list('fact_id')}"),
+        (episode_id, d.as_list(kept)),
+    ).rowcount
+    episodes = cur.execute(
+        d.sql("SELECT episode_id FROM episodes WHERE episode_id = ? AND tenant_id = ?"),
+        (episode_id, tenant_id),
+    ).fetchall()
+    report = erase(cur, doomed, [r[0] for r in episodes])
+    report.resourced_fact_ids = kept
+    report.deleted["fact_sources"] += unlinked
+    return report

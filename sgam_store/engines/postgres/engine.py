@@ -23,27 +23,10 @@ from psycopg import errors
 
 from sgam_store.core import namespaces
 from sgam_store.core.errors import ConfigurationError, StoreBusyError, TenantScopeError
-from sgam_store.engines.postgres import (
-    backfill,
-    candidates,
-    changes,
-    connection,
-    counts,
-    episodes,
-    erasure,
-    filters,
-    indexing,
-    migrations,
-    reads,
-    retention,
-    stats,
-    supersession,
-    transfer,
-    versions,
-)
+from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets
+from sgam_store.engines.postgres import connection, migrations, versions
 
 T = TypeVar("T")
-MAX_ATTEMPTS = 8
 # Deadlock, serialization failure, and the two constraint races a concurrent first write
 # of a key can lose (the exclusion constraint and the one-open-fact index): the whole
 # transaction is retried, as SQLite retries on busy.
@@ -87,23 +70,8 @@ class TxCursor:
         self.cursor.executemany(query, params)
 
 
-class PostgresEngine:
+class PostgresEngine(StatementSets, package=__package__):
     """A PostgreSQL database (one schema in it) ready for SGAM."""
-
-    versions = versions
-    reads = reads
-    indexing = indexing
-    episodes = episodes
-    candidates = candidates
-    supersession = supersession
-    retention = retention
-    backfill = backfill
-    erasure = erasure
-    stats = stats
-    transfer = transfer  # whole-store export and import (sgam copy)
-    changes = changes  # the change feed and a key's every version
-    counts = counts  # current keys per namespace, from an index alone
-    filters = filters
 
     def __init__(
         self,
@@ -198,10 +166,6 @@ class PostgresEngine:
             "SELECT set_config('sgam.tenant', %s, true), set_config('sgam.all_tenants', %s, true)",
             (tenant or "", "on" if tenant is None else "off"),
         )
-
-    def ensure_ready(self) -> None:
-        if not self.ready:
-            self.setup()
 
     def transaction(
         self,

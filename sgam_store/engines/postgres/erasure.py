@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from psycopg import OperationalError, sql
 
 from sgam_store.core import namespaces
-from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.common import erasure as portable
 from sgam_store.engines.common.dialect import POSTGRES, export
@@ -70,9 +69,9 @@ _F = "fact_id = ANY(%s::bigint[])"
 _STATISTICS = "pg_catalog.pg_statistic"  # where ANALYZE keeps sampled column values
 
 
-export(globals(), portable, POSTGRES)  # facts_of and the selections, bound to POSTGRES
+export(globals(), portable, POSTGRES)  # the selections and shared deletions, bound to POSTGRES
 
-# ---------------------------------------------------------------- selection
+# ---------------------------------------------------------------- locks
 
 
 def _lock_all(cur: Any, keys_of: Callable[[], list[tuple[str, str]]]) -> None:
@@ -82,8 +81,8 @@ def _lock_all(cur: Any, keys_of: Callable[[], list[tuple[str, str]]]) -> None:
         lock_keys(cur, todo)
 
 
-def _keys(cur: Any, where: str, params: Iterable[Any]) -> list[tuple[str, str]]:
-    rows = cur.execute(f"SELECT DISTINCT namespace, attribute FROM facts WHERE {where}", params)
+def _keys(cur: Any, fact_ids: list[int]) -> list[tuple[str, str]]:
+    rows = cur.execute(f"SELECT DISTINCT namespace, attribute FROM facts WHERE {_F}", (fact_ids,))
     return [(r[0], r[1]) for r in rows]
 
 
@@ -99,110 +98,30 @@ def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
 
 def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
     """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
-    facts, eps = sorted(set(fact_ids)), sorted(set(episode_ids))
-    report = PurgeReport(dict.fromkeys(TABLES, 0), fact_ids=facts, episode_ids=eps)
-    lock_keys(cur, _keys(cur, _F, (facts,)))
-    report.source_episode_ids = [
-        r[0]
-        for r in cur.execute(
-            f'SELECT DISTINCT source_episode_id COLLATE "C" FROM facts WHERE {_F} ORDER BY 1',
-            (facts,),
-        )
-    ]
-    deleted = report.deleted
-    deleted["fact_vectors"] = delete_vectors(cur, facts)
-    deleted["fact_keywords"] = cur.execute(
+    report = portable.report(TABLES, fact_ids, episode_ids)
+    facts = report.fact_ids
+    lock_keys(cur, _keys(cur, facts))
+    report.deleted["fact_vectors"] = delete_vectors(cur, facts)
+    report.deleted["fact_keywords"] = cur.execute(
         f"DELETE FROM fact_keywords WHERE {_F}", (facts,)
     ).rowcount
-    deleted["facts"] = cur.execute(f"DELETE FROM facts WHERE {_F}", (facts,)).rowcount
-    report.cleared_supersedes = cur.execute(
-        "UPDATE facts SET supersedes_fact_id = NULL WHERE supersedes_fact_id = ANY(%s::bigint[])",
-        (facts,),
-    ).rowcount
-    deleted["fact_sources"] = cur.execute(
-        f"DELETE FROM fact_sources WHERE {_F} OR episode_id = ANY(%s::text[])", (facts, eps)
-    ).rowcount
-    deleted["backfill_log"] = cur.execute(f"DELETE FROM backfill_log WHERE {_F}", (facts,)).rowcount
-    deleted["episodes"] = cur.execute(
-        "DELETE FROM episodes WHERE episode_id = ANY(%s::text[])", (eps,)
-    ).rowcount
-    # A review decision quotes both memories' values: it goes with either of them.
-    deleted["supersession_queue"] = cur.execute(
-        f"DELETE FROM supersession_queue WHERE {_F}", (facts,)
-    ).rowcount
-    deleted["supersession_decisions"] = cur.execute(
-        "DELETE FROM supersession_decisions WHERE new_fact_id = ANY(%s::bigint[]) "
-        "OR old_fact_id = ANY(%s::bigint[])",
-        (facts, facts),
-    ).rowcount
-    return report
+    return portable.erase_rows(POSTGRES, cur, report)
 
 
 def purge(
     cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
 ) -> PurgeReport:
     """Erase a tenant, or the facts of one subject and/or attribute within it."""
-    namespaces.check_item_namespace((tenant_id,))
-    if subject is not None:
-        namespaces.check_subject(subject)
-    if attribute is not None and not attribute:
-        raise InvalidFactError("attribute must be a non-empty string (or None for all)")
-    whole = subject is None and attribute is None
-    where, params = portable.selected(POSTGRES, tenant_id, subject, attribute)
+    portable.checked(tenant_id, subject, attribute)
     own_tenant(cur, tenant_id)
-    episode_ids = portable.episodes_of(POSTGRES, cur, tenant_id) if whole else []
-    report = erase(
-        cur, portable.facts_of(POSTGRES, cur, tenant_id, subject, attribute), episode_ids
-    )
-    # Weak signals about the same subject/attribute hold its values too (their support
-    # rows cascade). A whole-tenant purge reaches them through its episodes.
-    report.deleted["memory_candidates"] = cur.execute(
-        f"DELETE FROM memory_candidates WHERE {where}", params
-    ).rowcount
-    if whole:
-        report.deleted["ended_sessions"] = cur.execute(
-            "DELETE FROM ended_sessions WHERE tenant_id = %s", (tenant_id,)
-        ).rowcount
-    return report
-
-
-def _linked(cur: Any, tenant_id: str, episode_id: str) -> list[int]:
-    """The tenant's facts that cite the episode, as their source or through fact_sources."""
-    rows = cur.execute(
-        "SELECT fact_id FROM facts WHERE tenant_id = %s AND source_episode_id = %s "
-        "UNION SELECT s.fact_id FROM fact_sources s JOIN facts f ON f.fact_id = s.fact_id "
-        "WHERE s.episode_id = %s AND f.tenant_id = %s ORDER BY 1",
-        (tenant_id, episode_id, episode_id, tenant_id),
-    )
-    return [r[0] for r in rows]
+    return portable.erase_selected(POSTGRES, cur, erase, tenant_id, subject, attribute)
 
 
 def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
     """Erase an episode and the tenant's facts whose only source it was (see module doc)."""
     namespaces.check_item_namespace((tenant_id,))
-    _lock_all(cur, lambda: _keys(cur, _F, (_linked(cur, tenant_id, episode_id),)))
-    doomed, kept = [], []
-    for fact_id in _linked(cur, tenant_id, episode_id):
-        others = portable.other_sources(POSTGRES, cur, fact_id, episode_id)
-        if not others:
-            doomed.append(fact_id)
-            continue
-        kept.append(fact_id)
-        cur.execute(
-            "UPDATE facts SET source_episode_id = %s WHERE fact_id = %s AND source_episode_id = %s",
-            (others[0], fact_id, episode_id),
-        )
-    unlinked = cur.execute(
-        f"DELETE FROM fact_sources WHERE episode_id = %s AND {_F}", (episode_id, kept)
-    ).rowcount
-    episodes = cur.execute(
-        "SELECT episode_id FROM episodes WHERE episode_id = %s AND tenant_id = %s",
-        (episode_id, tenant_id),
-    ).fetchall()
-    report = erase(cur, doomed, [r[0] for r in episodes])
-    report.resourced_fact_ids = kept
-    report.deleted["fact_sources"] += unlinked
-    return report
+    _lock_all(cur, lambda: _keys(cur, portable.linked(POSTGRES, cur, tenant_id, episode_id)))
+    return portable.erase_episode(POSTGRES, cur, erase, tenant_id, episode_id)
 
 
 # ---------------------------------------------------------------- running, and the disk

@@ -16,28 +16,11 @@ from typing import Any, TypeVar
 
 from sgam_store.core import namespaces
 from sgam_store.core.errors import StoreBusyError
-from sgam_store.engines.sqlite import (
-    backfill,
-    candidates,
-    changes,
-    connection,
-    counts,
-    episodes,
-    erasure,
-    filters,
-    indexing,
-    migrations,
-    reads,
-    retention,
-    stats,
-    supersession,
-    transfer,
-    versions,
-)
+from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets
+from sgam_store.engines.sqlite import connection, migrations
 from sgam_store.engines.sqlite.vector_cache import VectorCache, data_version, top_rowid
 
 T = TypeVar("T")
-MAX_ATTEMPTS = 8
 
 
 class _ThreadState:
@@ -59,25 +42,8 @@ class _Threads(threading.local):
         self.state = _ThreadState()
 
 
-class SQLiteEngine:
+class SQLiteEngine(StatementSets, package=__package__):
     """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
-
-    # The statement sets the engine-neutral layers call, each a module of functions
-    # that take a connection or cursor first; another engine supplies the same names.
-    versions = versions  # fact versions: the ledger's lookups, writes and bitemporal reads
-    reads = reads  # get, listing, candidate checks, keyword and vector rankings
-    indexing = indexing  # keyword and vector rows of a transaction
-    episodes = episodes
-    candidates = candidates  # the memory manager's candidate tables
-    supersession = supersession  # new keys awaiting review, and the decisions taken
-    retention = retention  # which rows a retention policy or ended session reaches
-    backfill = backfill  # re-embedding
-    erasure = erasure
-    stats = stats
-    transfer = transfer  # whole-store export and import (sgam copy)
-    changes = changes  # the change feed and a key's every version
-    counts = counts  # current keys per namespace, from an index alone
-    filters = filters  # BaseStore filters, checked before any write and compiled to SQL
 
     def __init__(
         self, target: str | Any, *, dims: int | None = None, tenant_at: int | None = None
@@ -120,10 +86,6 @@ class SQLiteEngine:
             if dims is not None:
                 connection.retry_busy(lambda: migrations.ensure_vector_table(self.conn, dims))
             self.ready = True
-
-    def ensure_ready(self) -> None:
-        if not self.ready:
-            self.setup()
 
     def transaction(
         self,

@@ -43,13 +43,12 @@ in, filesystem journals, SSD remapping and backups keep their own copies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sgam_store.core import namespaces
-from sgam_store.core.errors import InvalidFactError, StoreBusyError
+from sgam_store.core.errors import StoreBusyError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.common import erasure as portable
 from sgam_store.engines.common.dialect import SQLITE, export
@@ -75,14 +74,7 @@ TABLES = (
 )
 
 
-export(globals(), portable, SQLITE)  # facts_of and the selections, bound to SQLITE
-
-# ---------------------------------------------------------------- selection
-
-
-def _ids(values: Iterable[Any]) -> str:
-    return json.dumps(sorted(set(values)))
-
+export(globals(), portable, SQLITE)  # the selections and shared deletions, bound to SQLITE
 
 # ---------------------------------------------------------------- deletion
 
@@ -90,77 +82,28 @@ def _ids(values: Iterable[Any]) -> str:
 def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
     """Delete the facts' vectors; return the rows removed."""
     return cur.execute(
-        "DELETE FROM vector_rows WHERE fact_id IN (SELECT value FROM json_each(?))",
-        (_ids(fact_ids),),
+        f"DELETE FROM vector_rows WHERE {SQLITE.in_list('fact_id')}", (SQLITE.as_list(fact_ids),)
     ).rowcount
 
 
 def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
     """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
-    facts, eps = sorted(set(fact_ids)), sorted(set(episode_ids))
-    report = PurgeReport(dict.fromkeys(TABLES, 0), fact_ids=facts, episode_ids=eps)
-    f, e = _ids(facts), _ids(eps)
-    report.source_episode_ids = [
-        r[0]
-        for r in cur.execute(
-            "SELECT DISTINCT source_episode_id FROM facts "
-            "WHERE fact_id IN (SELECT value FROM json_each(?)) ORDER BY 1",
-            (f,),
-        )
-    ]
-    deleted = report.deleted
-    deleted["vector_rows"] = delete_vectors(cur, facts)
-    in_json = "IN (SELECT value FROM json_each(?))"
-    deleted["fact_fts"] = cur.execute(
-        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})", (f,)
+    report = portable.report(TABLES, fact_ids, episode_ids)
+    report.deleted["vector_rows"] = delete_vectors(cur, report.fact_ids)
+    report.deleted["fact_fts"] = cur.execute(
+        f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})",
+        (SQLITE.as_list(report.fact_ids),),
     ).rowcount
-    deleted["facts"] = cur.execute(f"DELETE FROM facts WHERE fact_id {in_json}", (f,)).rowcount
-    report.cleared_supersedes = cur.execute(
-        f"UPDATE facts SET supersedes_fact_id = NULL WHERE supersedes_fact_id {in_json}", (f,)
-    ).rowcount
-    deleted["fact_sources"] = cur.execute(
-        f"DELETE FROM fact_sources WHERE fact_id {in_json} OR episode_id {in_json}", (f, e)
-    ).rowcount
-    deleted["backfill_log"] = cur.execute(
-        f"DELETE FROM backfill_log WHERE fact_id {in_json}", (f,)
-    ).rowcount
-    deleted["episodes"] = cur.execute(
-        f"DELETE FROM episodes WHERE episode_id {in_json}", (e,)
-    ).rowcount
-    # A review decision quotes both memories' values: it goes with either of them.
-    deleted["supersession_queue"] = cur.execute(
-        f"DELETE FROM supersession_queue WHERE fact_id {in_json}", (f,)
-    ).rowcount
-    deleted["supersession_decisions"] = cur.execute(
-        f"DELETE FROM supersession_decisions WHERE new_fact_id {in_json} OR old_fact_id {in_json}",
-        (f, f),
-    ).rowcount
-    return report
+    return portable.erase_rows(SQLITE, cur, report)
 
 
 def purge(
     cur: Any, tenant_id: str, subject: str | None = None, attribute: str | None = None
 ) -> PurgeReport:
     """Erase a tenant, or the facts of one subject and/or attribute within it."""
-    namespaces.check_item_namespace((tenant_id,))
-    if subject is not None:
-        namespaces.check_subject(subject)
-    if attribute is not None and not attribute:
-        raise InvalidFactError("attribute must be a non-empty string (or None for all)")
-    whole = subject is None and attribute is None
-    episode_ids = portable.episodes_of(SQLITE, cur, tenant_id) if whole else []
-    report = erase(cur, portable.facts_of(SQLITE, cur, tenant_id, subject, attribute), episode_ids)
-    # Weak signals about the same subject/attribute hold its values too (their support
-    # rows cascade). A whole-tenant purge reaches them through its episodes.
-    where, params = portable.selected(SQLITE, tenant_id, subject, attribute)
-    report.deleted["memory_candidates"] = cur.execute(
-        f"DELETE FROM memory_candidates WHERE {where}", params
-    ).rowcount
-    if whole:
-        report.deleted["ended_sessions"] = cur.execute(
-            "DELETE FROM ended_sessions WHERE tenant_id = ?", (tenant_id,)
-        ).rowcount
-        # The tenant id itself may be personal data; its keyword slot goes with it.
+    whole = portable.checked(tenant_id, subject, attribute)
+    report = portable.erase_selected(SQLITE, cur, erase, tenant_id, subject, attribute)
+    if whole:  # the tenant id itself may be personal data; its keyword slot goes with it
         report.deleted["tenants"] = cur.execute(
             "DELETE FROM tenants WHERE tenant_id = ?", (tenant_id,)
         ).rowcount
@@ -170,39 +113,7 @@ def purge(
 def purge_episode(cur: Any, tenant_id: str, episode_id: str) -> PurgeReport:
     """Erase an episode and the tenant's facts whose only source it was (see module doc)."""
     namespaces.check_item_namespace((tenant_id,))
-    linked = [
-        r[0]
-        for r in cur.execute(
-            "SELECT fact_id FROM facts WHERE tenant_id = ? AND source_episode_id = ? "
-            "UNION SELECT s.fact_id FROM fact_sources s JOIN facts f ON f.fact_id = s.fact_id "
-            "WHERE s.episode_id = ? AND f.tenant_id = ? ORDER BY 1",
-            (tenant_id, episode_id, episode_id, tenant_id),
-        )
-    ]
-    doomed, kept = [], []
-    for fact_id in linked:
-        others = portable.other_sources(SQLITE, cur, fact_id, episode_id)
-        if not others:
-            doomed.append(fact_id)
-            continue
-        kept.append(fact_id)
-        cur.execute(
-            "UPDATE facts SET source_episode_id = ? WHERE fact_id = ? AND source_episode_id = ?",
-            (others[0], fact_id, episode_id),
-        )
-    unlinked = cur.execute(
-        "DELETE FROM fact_sources WHERE episode_id = ? "
-        "AND fact_id IN (SELECT value FROM json_each(?))",
-        (episode_id, _ids(kept)),
-    ).rowcount
-    episodes = cur.execute(
-        "SELECT episode_id FROM episodes WHERE episode_id = ? AND tenant_id = ?",
-        (episode_id, tenant_id),
-    ).fetchall()
-    report = erase(cur, doomed, [r[0] for r in episodes])
-    report.resourced_fact_ids = kept
-    report.deleted["fact_sources"] += unlinked
-    return report
+    return portable.erase_episode(SQLITE, cur, erase, tenant_id, episode_id)
 
 
 # ---------------------------------------------------------------- running, and the disk

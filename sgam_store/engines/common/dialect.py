@@ -9,9 +9,10 @@ in the engine's own modules.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from types import ModuleType
 from typing import Any
@@ -46,6 +47,19 @@ class Dialect:
         """A placeholder whose type the database cannot infer (a selected constant)."""
         return "?"
 
+    # (namespace, attribute) keys as a relation `k(ns, attr)`, bound by `as_pairs`.
+    pairs = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+
+    def as_pairs(self, keys: Iterable[tuple[str, str]]) -> tuple[Any, ...]:
+        """The parameters `pairs` binds."""
+        return (json.dumps([list(k) for k in keys]),)
+
+    # Whether writers run side by side, each locking the keys it decides on (`locking`).
+    locks = False
+
+    def lock_keys(self, cur: Any, keys: list[tuple[str, str]]) -> None:
+        """Nothing to lock: `BEGIN IMMEDIATE` admits one writer at a time."""
+
 
 class _Postgres(Dialect):
     name = "postgres"
@@ -77,9 +91,23 @@ class _Postgres(Dialect):
     def typed(self, kind: str) -> str:
         return f"?::{kind}"
 
+    pairs = "SELECT * FROM unnest(?::text[], ?::text[])"
+
+    def as_pairs(self, keys: Iterable[tuple[str, str]]) -> tuple[Any, ...]:
+        keys = list(keys)
+        return [ns for ns, _ in keys], [attr for _, attr in keys]
+
 
 SQLITE = Dialect()
 POSTGRES = _Postgres()
+
+
+def locking(dialect: Dialect, lock: Callable[[Any, list[tuple[str, str]]], None]) -> Dialect:
+    """`dialect` for an engine whose writers run side by side: the write rule's lookups call
+    `lock(cur, keys)` before they read a key."""
+    bound = copy.copy(dialect)
+    bound.locks, bound.lock_keys = True, lock  # type: ignore[method-assign]
+    return bound
 
 
 def export(namespace: dict[str, Any], module: ModuleType, dialect: Dialect) -> None:

@@ -1,6 +1,9 @@
-"""The `facts` table's portable reads, on either engine: the bitemporal lookups of a key, a
-belief and a version. The write rule's lookups and writes are each engine's (PostgreSQL
-locks keys first).
+"""The `facts` table's portable statements, on either engine: the lookups the ledger's
+interval rule decides on, and the bitemporal reads of a key, a belief and a version.
+
+A lookup of the write rule locks its keys first where writers run side by side
+(`Dialect.lock_keys`: PostgreSQL's advisory locks, nothing on SQLite). The row ids, the
+instant and the inserts are each engine's.
 """
 
 from __future__ import annotations
@@ -9,9 +12,17 @@ from typing import Any
 
 from sgam_store.core.models import FactRow
 from sgam_store.engines.common.dialect import Dialect
-from sgam_store.engines.common.predicates import COLUMNS, belief, visible
+from sgam_store.engines.common.predicates import (
+    COLUMNS,
+    F_COLUMNS,
+    belief,
+    believed_sql,
+    current_sql,
+    visible,
+)
 
 _KEY = "namespace = ? AND attribute = ?"
+_IN_FORCE = visible("", None, alias="")[0]  # believed now, valid at the instant bound twice
 
 
 def _one(d: Dialect, cur: Any, sql: str, params: tuple[Any, ...]) -> FactRow | None:
@@ -21,6 +32,125 @@ def _one(d: Dialect, cur: Any, sql: str, params: tuple[Any, ...]) -> FactRow | N
 
 def _all(d: Dialect, cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRow]:
     return [FactRow._make(row) for row in cur.execute(d.sql(sql), params).fetchall()]
+
+
+# ---------------------------------------------------------------- the write rule's lookups
+
+
+def containing(d: Dialect, cur: Any, ns: str, attribute: str, instant: str) -> FactRow | None:
+    """The believed version whose interval contains `instant` (at most one exists)."""
+    d.lock_keys(cur, [(ns, attribute)])
+    return _one(
+        d,
+        cur,
+        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {_IN_FORCE} "
+        "ORDER BY valid_from DESC LIMIT 1",
+        (ns, attribute, instant, instant),
+    )
+
+
+def _of_key(d: Dialect, cur: Any, what: str, ns: str, attribute: str, after: str = "") -> Any:
+    """One aggregate of a key's believed versions (starting `after`), its key locked first."""
+    d.lock_keys(cur, [(ns, attribute)])
+    sql = f"SELECT {what} FROM facts WHERE {_KEY} AND {believed_sql()}"
+    if after:
+        return cur.execute(d.sql(sql + " AND valid_from > ?"), (ns, attribute, after)).fetchone()[0]
+    return cur.execute(d.sql(sql), (ns, attribute)).fetchone()[0]
+
+
+def next_start(d: Dialect, cur: Any, ns: str, attribute: str, instant: str) -> str | None:
+    """The earliest believed start after `instant`."""
+    return _of_key(d, cur, "MIN(valid_from)", ns, attribute, instant)
+
+
+def latest_start(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
+    """The latest believed start of a key."""
+    return _of_key(d, cur, "MAX(valid_from)", ns, attribute)
+
+
+def first_created(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
+    """The earliest `created_at` among a key's believed versions."""
+    return _of_key(d, cur, "MIN(created_at)", ns, attribute)
+
+
+def open_version(d: Dialect, cur: Any, ns: str, attribute: str) -> FactRow | None:
+    """The key's open version in the current belief."""
+    d.lock_keys(cur, [(ns, attribute)])
+    return _one(
+        d, cur, f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}", (ns, attribute)
+    )
+
+
+def key_tails(d: Dialect, cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]]:
+    """(latest believed version, earliest believed created_at) of many keys, one statement,
+    after locking them all. Keys with no believed version are absent.
+
+    Aggregates per key over its believed rows (facts_versions: namespace, attribute,
+    valid_from), then fetches each key's latest row by that index.
+    """
+    d.lock_keys(cur, keys)
+    rows = cur.execute(
+        d.sql(
+            f"WITH k(ns, attr) AS ({d.pairs}), "
+            "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
+            "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
+            f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
+            f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
+            f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}"
+        ),
+        d.as_pairs(keys),
+    ).fetchall()
+    return [(FactRow._make(row[:-1]), row[-1]) for row in rows]
+
+
+def move_created(d: Dialect, cur: Any, ns: str, attribute: str, start: str) -> None:
+    """A delayed fact became the key's first: believed versions take its start as
+    `created_at` (derived metadata, so no new versions)."""
+    cur.execute(
+        d.sql(
+            f"UPDATE facts SET created_at = ? WHERE {_KEY} AND {believed_sql()} AND created_at > ?"
+        ),
+        (start, ns, attribute, start),
+    )
+
+
+# ---------------------------------------------------------------- expiry (TTL)
+
+
+def open_ttl(d: Dialect, cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
+    """(row id, ttl minutes) of the key's open version, if it has a TTL."""
+    d.lock_keys(cur, [(ns, attribute)])
+    return cur.execute(
+        d.sql(
+            f"SELECT row_id, ttl_minutes FROM facts WHERE {_KEY} AND {current_sql()} "
+            "AND ttl_minutes IS NOT NULL"
+        ),
+        (ns, attribute),
+    ).fetchone()
+
+
+def expired(d: Dialect, cur: Any, now: str) -> list[FactRow]:
+    """Open versions whose `expires_at` has passed by `now`, their keys locked."""
+    rows = _all(
+        d,
+        cur,
+        f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ? "
+        f"AND {current_sql()}",
+        (now,),
+    )
+    if not d.locks or not rows:
+        return rows
+    d.lock_keys(cur, [(r.namespace, r.attribute) for r in rows])
+    # Locked after reading: re-read so a version retired meanwhile is not closed twice.
+    return _all(
+        d,
+        cur,
+        f"SELECT {COLUMNS} FROM facts WHERE {d.in_list('row_id')} AND {current_sql()}",
+        (d.as_list(r.row_id for r in rows),),
+    )
+
+
+# ---------------------------------------------------------------- reads
 
 
 def set_expiry(d: Dialect, cur: Any, row_id: int, expires: str) -> None:

@@ -38,9 +38,7 @@ def has_vectors(cur: Any) -> bool:
 def stored_language(conn: Any) -> str:
     """The keyword language: the text-search configuration the `tsv` column uses (the
     language names are PostgreSQL's configuration names, "simple" included)."""
-    row = conn.execute(
-        "SELECT value FROM sgam_meta WHERE key = 'text_search_config'"
-    ).fetchone()
+    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'text_search_config'").fetchone()
     return row[0]
 
 
@@ -62,9 +60,7 @@ def set_language(cur: Any, language: str) -> int:
     cur.execute("ALTER TABLE fact_keywords DROP COLUMN tsv")
     cur.execute(migrations.TSV_COLUMN.replace("{config}", f"{config}::regconfig"))
     cur.execute(migrations.TSV_INDEX)
-    cur.execute(
-        "UPDATE sgam_meta SET value = %s WHERE key = 'text_search_config'", (language,)
-    )
+    cur.execute("UPDATE sgam_meta SET value = %s WHERE key = 'text_search_config'", (language,))
     return cur.execute("SELECT count(*) FROM fact_keywords").fetchone()[0]
 
 

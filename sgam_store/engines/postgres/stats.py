@@ -16,21 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.engines.common import stats
+from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres.indexing import has_vectors
-from sgam_store.engines.postgres.predicates import believed_sql, current_sql
 
-_COUNTS = {
-    "fact_rows": "SELECT COUNT(*) FROM facts",
-    "believed_rows": f"SELECT COUNT(*) FROM facts WHERE {believed_sql()}",
-    "current_facts": f"SELECT COUNT(*) FROM facts WHERE {current_sql()}",
-    "facts": "SELECT COUNT(DISTINCT fact_id) FROM facts",
-    "tenants": "SELECT COUNT(DISTINCT tenant_id) FROM facts",
-    "episodes": "SELECT COUNT(*) FROM episodes",
-    "fact_keywords": "SELECT COUNT(*) FROM fact_keywords",
-    "fact_sources": "SELECT COUNT(*) FROM fact_sources",
-    "ended_sessions": "SELECT COUNT(*) FROM ended_sessions",
-    "backfill_log": "SELECT COUNT(*) FROM backfill_log",
-}
+export(globals(), stats, POSTGRES)
+TABLES = ("episodes", "fact_keywords", "fact_sources", "ended_sessions", "backfill_log")
 
 # Our schema's tables (the first on the search path), with their indexes and TOAST.
 _SPACE = (
@@ -50,17 +41,6 @@ def _file(conn: Any) -> dict[str, int]:
 
 def collect_stats(conn: Any) -> dict[str, Any]:
     """Row counts, believed rows per value schema_version, and our tables' space."""
-    counts = {name: conn.execute(sql).fetchone()[0] for name, sql in _COUNTS.items()}
-    if has_vectors(conn):
-        counts["fact_vectors"] = conn.execute("SELECT COUNT(*) FROM fact_vectors").fetchone()[0]
-    versions = conn.execute(
-        f"SELECT schema_version, COUNT(*) FROM facts WHERE {believed_sql()} "
-        "GROUP BY schema_version ORDER BY schema_version"
-    ).fetchall()
+    tables = (*TABLES, "fact_vectors") if has_vectors(conn) else TABLES
     row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'schema_version'").fetchone()
-    return {
-        "schema_version": int(row[0]) if row else 0,
-        "rows": counts,
-        "believed_rows_by_value_version": {str(v): n for v, n in versions},
-        "file": _file(conn),
-    }
+    return stats.collected(POSTGRES, conn, tables, int(row[0]) if row else 0, _file(conn))

@@ -1,5 +1,6 @@
-"""The `facts` table's statements on PostgreSQL: the twin of `engines/sqlite/versions.py`,
-plus the per-key advisory locks that stand in for SQLite's one-writer-at-a-time.
+"""The `facts` table's statements on PostgreSQL: `engines/common/versions.py`, plus the
+per-key advisory locks that stand in for SQLite's one-writer-at-a-time, the instant, the
+row ids and the writes.
 
 Every lookup the write rule decides on locks its key first (`lock_keys`), inside the
 transaction, so two writers of one key take turns while writers of other keys do not
@@ -19,26 +20,14 @@ from sgam_store.core.clock import CLOCK, MICROSECOND, shift
 from sgam_store.core.errors import InvalidFactError
 from sgam_store.core.models import FactRow
 from sgam_store.engines.common import versions
-from sgam_store.engines.common.dialect import POSTGRES, export
-from sgam_store.engines.postgres.predicates import believed_sql, current_sql, visible
+from sgam_store.engines.common.dialect import POSTGRES, export, locking
+from sgam_store.engines.common.predicates import COLUMNS, F_COLUMNS
 
-COLUMNS = ", ".join(FactRow._fields)
-F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
+__all__ = ["COLUMNS", "F_COLUMNS"]  # and the statements `export` binds
 _INSERT = f"INSERT INTO facts ({COLUMNS}) VALUES ({', '.join(['%s'] * len(FactRow._fields))})"
-_KEY = "namespace = %s AND attribute = %s"
-export(globals(), versions, POSTGRES)
 # A JSON-escaped NUL: \u0000 preceded by an even number of backslashes.
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 ROW_ID_BLOCK = 64  # the sequence's increment: one nextval numbers this many versions
-
-
-def _one(cur: Any, sql: str, params: tuple[Any, ...]) -> FactRow | None:
-    row = cur.execute(sql, params).fetchone()
-    return None if row is None else FactRow._make(row)
-
-
-def _all(cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRow]:
-    return [FactRow._make(row) for row in cur.execute(sql, params).fetchall()]
 
 
 class StaleInstant(Exception):
@@ -69,6 +58,10 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     if cur.now is not None and newest >= cur.now:
         raise StaleInstant(f"a key changed after this transaction's instant {cur.now}")
     cur.floor = max(cur.floor or newest, newest)
+
+
+# The portable statements, their write lookups locking keys first.
+export(globals(), versions, locking(POSTGRES, lock_keys))
 
 
 def _advisory_locks(cur: Any, function: str, names: list[str]) -> None:
@@ -141,68 +134,6 @@ def row_ids(cur: Any) -> Callable[[], int]:
     return allocate
 
 
-def containing(cur: Any, ns: str, attribute: str, instant: str) -> FactRow | None:
-    """The believed version whose interval contains `instant` (at most one exists)."""
-    lock_keys(cur, [(ns, attribute)])
-    cond, params = visible(instant, None, alias="")
-    return _one(
-        cur,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {cond} ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, *params),
-    )
-
-
-def next_start(cur: Any, ns: str, attribute: str, instant: str) -> str | None:
-    """The earliest believed start after `instant`."""
-    lock_keys(cur, [(ns, attribute)])
-    return cur.execute(
-        f"SELECT MIN(valid_from) FROM facts WHERE {_KEY} AND {believed_sql()} AND valid_from > %s",
-        (ns, attribute, instant),
-    ).fetchone()[0]
-
-
-def latest_start(cur: Any, ns: str, attribute: str) -> str | None:
-    """The latest believed start of a key."""
-    lock_keys(cur, [(ns, attribute)])
-    return cur.execute(
-        f"SELECT MAX(valid_from) FROM facts WHERE {_KEY} AND {believed_sql()}",
-        (ns, attribute),
-    ).fetchone()[0]
-
-
-def first_created(cur: Any, ns: str, attribute: str) -> str | None:
-    """The earliest `created_at` among a key's believed versions."""
-    lock_keys(cur, [(ns, attribute)])
-    return cur.execute(
-        f"SELECT MIN(created_at) FROM facts WHERE {_KEY} AND {believed_sql()}",
-        (ns, attribute),
-    ).fetchone()[0]
-
-
-def open_version(cur: Any, ns: str, attribute: str) -> FactRow | None:
-    """The key's open version in the current belief."""
-    lock_keys(cur, [(ns, attribute)])
-    return _one(
-        cur, f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}", (ns, attribute)
-    )
-
-
-def key_tails(cur: Any, keys: list[tuple[str, str]]) -> list[tuple[FactRow, str]]:
-    """(latest believed version, earliest believed created_at) of many keys, one statement,
-    after locking them all. Keys with no believed version are absent."""
-    lock_keys(cur, keys)
-    rows = cur.execute(
-        "WITH k(ns, attr) AS (SELECT * FROM unnest(%s::text[], %s::text[])), "
-        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
-        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
-        f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
-        f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
-        f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}",
-        ([ns for ns, _ in keys], [attr for _, attr in keys]),
-    ).fetchall()
-    return [(FactRow._make(row[:-1]), row[-1]) for row in rows]
-
-
 # ---------------------------------------------------------------- the write rule's writes
 
 
@@ -218,47 +149,4 @@ def end_beliefs(cur: Any, row_ids: list[int], now: str) -> None:
     """The versions stop being believed at `now` (their only in-place change)."""
     cur.execute(
         "UPDATE facts SET known_to = %s WHERE row_id = ANY(%s::bigint[])", (now, list(row_ids))
-    )
-
-
-def move_created(cur: Any, ns: str, attribute: str, start: str) -> None:
-    """A delayed fact became the key's first: believed versions take its start as
-    `created_at` (derived metadata, so no new versions)."""
-    cur.execute(
-        f"UPDATE facts SET created_at = %s WHERE {_KEY} AND {believed_sql()} AND created_at > %s",
-        (start, ns, attribute, start),
-    )
-
-
-# ---------------------------------------------------------------- expiry (TTL)
-
-
-def open_ttl(cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
-    """(row id, ttl minutes) of the key's open version, if it has a TTL."""
-    lock_keys(cur, [(ns, attribute)])
-    return cur.execute(
-        f"SELECT row_id, ttl_minutes FROM facts WHERE {_KEY} AND {current_sql()} "
-        "AND ttl_minutes IS NOT NULL",
-        (ns, attribute),
-    ).fetchone()
-
-
-def expired(cur: Any, now: str) -> list[FactRow]:
-    """Open versions whose `expires_at` has passed by `now`, their keys locked."""
-    rows = _all(
-        cur,
-        f"SELECT {COLUMNS} FROM facts WHERE expires_at IS NOT NULL AND expires_at <= %s "
-        f"AND {current_sql()}",
-        (now,),
-    )
-    lock_keys(cur, [(r.namespace, r.attribute) for r in rows])
-    # Locked after reading: re-read so a version retired meanwhile is not closed twice.
-    return (
-        _all(
-            cur,
-            f"SELECT {COLUMNS} FROM facts WHERE row_id = ANY(%s) AND {current_sql()}",
-            ([r.row_id for r in rows],),
-        )
-        if rows
-        else []
     )

@@ -10,7 +10,6 @@ from typing import Any
 from sgam_store.engines.common.predicates import belief, believed_sql, current_sql, visible
 
 __all__ = [
-    "KEY_PAIRS",
     "as_list",
     "belief",
     "believed_sql",
@@ -29,7 +28,3 @@ def in_list(column: str) -> str:
 def as_list(values: Iterable[Any]) -> str:
     """The parameter for `in_list` (a JSON array)."""
     return json.dumps(list(values))
-
-
-# The (namespace, attribute) keys bound as one `as_list` parameter of [ns, attr] pairs.
-KEY_PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"

@@ -167,7 +167,8 @@ def normal(value: Any, ids: dict[int, int]) -> Any:
 # statement whose order is unspecified, "ids" for a list of fact ids, "keyed" for rows that
 # start with one, "decision(s)" for decision rows (fact ids in 2 and 3), "candidates" for
 # candidate rows (a fact id in 12), "batches" for an export, "none" for a case that rightly
-# finds nothing.
+# finds nothing, "where" for a scope (no connection: the rows its SQL admits), "scoped"
+# for a statement run in a scope (built from the first argument's at, known_at, tenant).
 CASES: list[tuple[Any, ...]] = [
     ("candidates", "pending_matching", ("acme", "mira", "pet", "a")),
     ("candidates", "pending_support", ("acme", "mira", "pet", "a"), "set"),
@@ -229,6 +230,29 @@ CASES: list[tuple[Any, ...]] = [
     ("supersession", "by_id", (1,), "decision"),
     ("supersession", "touching", ([Nth(7)],), "decisions"),
     ("transfer", "export_rows", ("backfill_log",), "batches"),
+    ("reads", "key_version", ((None, None, "acme"), "acme.prefs", "k1"), "scoped"),
+    ("reads", "key_version", ((None, None, "zeta"), "acme.prefs", "k1"), "scoped none"),
+    (
+        "reads",
+        "key_version",
+        (("2025-01-01T00:00:00.000000Z", FAR, None), "zeta.mira", "city"),
+        "scoped",
+    ),
+    ("reads", "key_version", ((None, EPOCH, None), "acme.prefs", "k0"), "scoped none"),
+    ("reads", "state", ((None, None, None), None, None, None, 100), "scoped"),
+    (
+        "reads",
+        "state",
+        ((None, None, "acme"), ["mira", "prefs"], ["k1", "city"], None, 5),
+        "scoped",
+    ),
+    ("reads", "state", ((FAR, FAR, None), None, None, ["semantic", "episodic"], 100), "scoped"),
+    ("reads", "state", ((None, None, "zeta"), ["nobody"], None, None, 100), "scoped none"),
+    ("reads", "scope", (None, None, "acme"), "where"),
+    ("reads", "scope", (None, None, None), "where"),
+    ("reads", "scope", ("2025-01-01T00:00:00.000000Z", None, "zeta"), "where"),
+    ("reads", "scope", (None, FAR, None), "where"),
+    ("reads", "scope", ("2024-06-01T00:00:00.000000Z", FAR, None), "where"),
     ("stats", "collected", (("episodes", "fact_sources", "memory_candidates"), 1, {})),
     ("erasure", "facts_of", ("zeta", "prefs", "k1"), "ids"),
     ("erasure", "facts_of", ("zeta", "nobody"), "none"),
@@ -268,11 +292,19 @@ def test_statement_agrees_on_both_engines(
             ids = [r[0] for r in conn.execute("SELECT row_id FROM facts ORDER BY row_id")]
             rank = {i: n for n, i in enumerate(ids)}
         arguments = [_arg(a, ids) for a in args]
-        if (group, name) in LOCKING:
+        if how.startswith("scoped"):  # a scope as the engine builds it, then the rest
+            arguments[0] = store.engine.reads.scope(*arguments[0])
+        if how == "where":
+            found = statement(*arguments)
+        elif (group, name) in LOCKING:
             found = store.engine.transaction(lambda cur, f=statement, a=arguments: f(cur, *a))
         else:
             with store.engine.reading() as conn:
                 found = statement(conn, *arguments)
+        if how == "where":
+            with store.engine.reading() as conn:
+                sql = f"SELECT f.row_id FROM facts f WHERE {found[0]} ORDER BY f.row_id"
+                found = [rank[r[0]] for r in conn.execute(sql, found[1])]
         found = [rank[i] for i in found] if how == "ids" else found
         found = [(rank[r[0]], *r[1:]) for r in found] if how == "keyed" else found
         if how == "batches":  # an export of backfill_log, whose rows start with a fact id
@@ -285,7 +317,7 @@ def test_statement_agrees_on_both_engines(
             ]
         rows[engine] = normal(sorted(found) if how == "set" else found, rank)
     assert rows["sqlite"] == rows["postgres"]
-    assert (rows["sqlite"] in ([], None, 0)) == (how == "none"), "a case that finds nothing"
+    assert (rows["sqlite"] in ([], None, 0)) == how.endswith("none"), "a case that finds nothing"
 
 
 # Write statements: `_fill` runs each on both engines, and the cases above read their rows.

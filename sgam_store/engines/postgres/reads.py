@@ -25,14 +25,16 @@ import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from sgam_store.core import analysis, clock, namespaces
+from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
+from sgam_store.engines.common import reads as portable
+from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres.filters import filter_sql
-from sgam_store.engines.postgres.predicates import visible
 from sgam_store.engines.postgres.versions import F_COLUMNS
 
 EF_SEARCH_MIN = 40  # pgvector's default hnsw.ef_search
@@ -51,17 +53,10 @@ _CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regco
 Hits = list[tuple[int, float]]  # (fact_id, score), best first
 
 
-def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
-    """SQL for "visible in the scope" over `facts f`, with its parameters."""
-    cond, params = visible(at, known_at, "f")
-    if at is None and known_at is None:
-        # An expired fact is stale even before the sweep closes it.
-        cond += " AND (f.expires_at IS NULL OR f.expires_at > %s)"
-        params = [*params, clock.utc_now()]
-    if tenant is not None:
-        cond += " AND f.tenant_id = %s"
-        params = [*params, tenant]
-    return cond, params
+# The scope every read starts from (the one place its tenant predicate enters), and the
+# portable statements get and recall's selection run in it.
+export(globals(), portable, POSTGRES)
+_scope = partial(portable.scope, POSTGRES)
 
 
 def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
@@ -95,13 +90,7 @@ def get(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
 ) -> FactRow | None:
     """The key's version visible in the scope (the latest start, should several be)."""
-    cond, params = _scope(at, known_at, tenant)
-    row = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = %s AND f.attribute = %s "
-        f"AND {cond} ORDER BY f.valid_from DESC LIMIT 1",
-        (namespace, key, *params),
-    ).fetchone()
-    return None if row is None else FactRow._make(row)
+    return portable.key_version(POSTGRES, conn, _scope(at, known_at, tenant), namespace, key)
 
 
 def get_many(
@@ -208,25 +197,9 @@ def structured_state(
     memory_types: Sequence[str] | None,
     limit: int,
 ) -> list[FactRow]:
-    """Visible versions of the given subjects, attributes and memory types (each empty or
-    None: any), by subject and attribute (then tenant, for a stable order), at most
-    `limit`."""
-    cond, params = _scope(at, known_at, tenant)
-    for column, values in (
-        ("subject", subjects),
-        ("attribute", attributes),
-        ("memory_type", memory_types),
-    ):
-        if values:
-            cond += f" AND f.{column} = ANY(%s)"
-            params = [*params, list(values)]
-    rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE {cond} "
-        'ORDER BY f.subject COLLATE "C", f.attribute COLLATE "C", f.tenant_id COLLATE "C", '
-        "f.row_id LIMIT %s",
-        (*params, limit),
-    ).fetchall()
-    return [FactRow._make(row) for row in rows]
+    """Recall's selection: see `engines/common/reads.state`."""
+    scope = _scope(at, known_at, tenant)
+    return portable.state(POSTGRES, conn, scope, subjects, attributes, memory_types, limit)
 
 
 # ---------------------------------------------------------------- vectors (pgvector)

@@ -13,6 +13,9 @@ from typing import Any
 
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.errors import DimensionMismatchError, ForeignDatabaseError, SchemaVersionError
+from sgam_store.engines.common import schema
+from sgam_store.engines.common.dialect import SQLITE
+from sgam_store.engines.common.schema import ddl
 
 FACTS_DDL = """
 CREATE TABLE facts (
@@ -76,41 +79,16 @@ V1 = [
     )""",
     # Per-term document counts, so hybrid search can skip terms too common to matter.
     "CREATE VIRTUAL TABLE fact_fts_vocab USING fts5vocab(fact_fts, 'row')",
-    "CREATE TABLE sgam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # The raw episode log: what was said or observed, before any extraction.
-    """CREATE TABLE episodes (
-        episode_id      TEXT PRIMARY KEY,
-        tenant_id       TEXT NOT NULL,
-        thread_id       TEXT,
-        source_kind     TEXT NOT NULL CHECK (source_kind IN
-                            ('user_message', 'assistant_message', 'tool_result', 'business_event')),
-        speaker         TEXT,
-        content         TEXT NOT NULL,
-        metadata        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
-        occurred_at     TEXT NOT NULL,
-        recorded_at     TEXT NOT NULL,
-        retention_class TEXT NOT NULL DEFAULT 'keep'
-    )""",
-    "CREATE INDEX episodes_thread ON episodes (tenant_id, thread_id, occurred_at)",
-    # Further sources of a fact promoted from several episodes (its first source is
-    # facts.source_episode_id): erasing one episode keeps a fact while another remains.
-    """CREATE TABLE fact_sources (
-        fact_id    INTEGER NOT NULL,
-        episode_id TEXT NOT NULL,
-        PRIMARY KEY (fact_id, episode_id)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX fact_sources_episode ON fact_sources (episode_id)",
+    ddl(SQLITE, schema.SGAM_META),
+    ddl(SQLITE, schema.EPISODES),
+    schema.EPISODES_THREAD,
+    ddl(SQLITE, schema.FACT_SOURCES),
+    schema.FACT_SOURCES_EPISODE,
     # The retention job reads only rows that carry a policy, oldest first.
     """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
        WHERE retention_policy IS NOT NULL""",
-    "CREATE INDEX episodes_retention ON episodes (retention_class, recorded_at)",
-    # Threads ended by end_session: their session_only facts and episodes are erased.
-    """CREATE TABLE ended_sessions (
-        tenant_id TEXT NOT NULL,
-        thread_id TEXT NOT NULL,
-        ended_at  TEXT NOT NULL,
-        PRIMARY KEY (tenant_id, thread_id)
-    )""",
+    schema.EPISODES_RETENTION,
+    ddl(SQLITE, schema.ENDED_SESSIONS),
     # Backfill audit: which version a schema backfill replaced by which. Ids and versions
     # only, never values: values live in the ledger, where erasure finds them.
     """CREATE TABLE backfill_log (
@@ -124,58 +102,11 @@ V1 = [
         backfilled_at TEXT NOT NULL
     )""",
     "CREATE INDEX backfill_log_fact ON backfill_log (fact_id)",
-    # Consolidation (consolidation.py): weak signals wait here as candidates until similar
-    # evidence recurs in enough distinct episodes, or the user confirms them. One pending
-    # candidate per (tenant, subject, attribute, similarity_key); promoted and expired rows
-    # stay for inspection. `value` is the latest value seen; `similarity_key` the normalized
-    # value that "similar evidence" compares.
-    """CREATE TABLE memory_candidates (
-        candidate_id     INTEGER PRIMARY KEY,
-        tenant_id        TEXT NOT NULL,
-        subject          TEXT NOT NULL,
-        attribute        TEXT NOT NULL,
-        value            TEXT NOT NULL CHECK (json_valid(value)),
-        similarity_key   TEXT NOT NULL,
-        memory_type      TEXT NOT NULL,
-        reason           TEXT NOT NULL CHECK (reason IN ('low_confidence', 'needs_repetition')),
-        status           TEXT NOT NULL DEFAULT 'pending'
-                             CHECK (status IN ('pending', 'promoted', 'expired')),
-        first_seen_at    TEXT NOT NULL,
-        last_seen_at     TEXT NOT NULL,
-        expires_at       TEXT NOT NULL,
-        promoted_fact_id INTEGER,
-        promoted_by      TEXT CHECK (promoted_by IN ('recurrence', 'confirmation', 'statement')),
-        promoted_at      TEXT,
-        CHECK ((status = 'promoted') = (promoted_fact_id IS NOT NULL))
-    )""",
-    """CREATE UNIQUE INDEX memory_candidates_one_pending
-       ON memory_candidates (tenant_id, subject, attribute, similarity_key)
-       WHERE status = 'pending'""",
-    """CREATE INDEX memory_candidates_expiry ON memory_candidates (expires_at)
-       WHERE status = 'pending'""",
-    # Every episode that supported a candidate (distinct episodes are what recurrence
-    # counts), with the validated candidate it gave. Erasing an episode cascades here, and
-    # a candidate left without support goes too: its value came only from those episodes.
-    """CREATE TABLE candidate_support (
-        candidate_id INTEGER NOT NULL REFERENCES memory_candidates (candidate_id)
-                         ON DELETE CASCADE,
-        episode_id   TEXT NOT NULL REFERENCES episodes (episode_id) ON DELETE CASCADE,
-        payload      TEXT NOT NULL CHECK (json_valid(payload)),
-        confidence   REAL,
-        recorded_at  TEXT NOT NULL,
-        PRIMARY KEY (candidate_id, episode_id)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX candidate_support_episode ON candidate_support (episode_id)",
+    *(ddl(SQLITE, statement) for statement in schema.MEMORY_CANDIDATES),
     """CREATE TRIGGER candidate_support_last_gone AFTER DELETE ON candidate_support
        WHEN NOT EXISTS (SELECT 1 FROM candidate_support WHERE candidate_id = OLD.candidate_id)
        BEGIN DELETE FROM memory_candidates WHERE candidate_id = OLD.candidate_id; END""",
-    # Episodes a background memory manager has extracted (so a debounced rerun over the
-    # whole conversation skips them); marked in the transaction that applies the episode.
-    """CREATE TABLE episode_extractions (
-        episode_id   TEXT PRIMARY KEY REFERENCES episodes (episode_id) ON DELETE CASCADE,
-        extracted_at TEXT NOT NULL,
-        extractor    TEXT
-    ) WITHOUT ROWID""",
+    ddl(SQLITE, schema.EPISODE_EXTRACTIONS),
 ]
 
 # V2: keyword rows numbered tenant first (see index.FACT_BITS), so a tenant-scoped
@@ -211,32 +142,8 @@ V3 = [
        WHERE valid_to IS NULL AND known_to IS NULL""",
 ]
 
-# V4: corrections written as new memories (LangMem writes each memory under a new key).
-# A put of a new key queues it; the memory manager looks for the current memories it may
-# replace and records each decision with its evidence (managers/supersession.py).
-V4 = [
-    """CREATE TABLE supersession_queue (
-        fact_id   INTEGER PRIMARY KEY,
-        tenant_id TEXT NOT NULL,
-        queued_at TEXT NOT NULL
-    )""",
-    "CREATE INDEX supersession_queue_tenant ON supersession_queue (tenant_id, fact_id)",
-    """CREATE TABLE supersession_decisions (
-        decision_id INTEGER PRIMARY KEY,
-        tenant_id   TEXT NOT NULL,
-        new_fact_id INTEGER NOT NULL,
-        old_fact_id INTEGER NOT NULL,
-        decision    TEXT NOT NULL CHECK (decision IN ('supersedes', 'independent', 'duplicate')),
-        score       REAL,
-        reason      TEXT NOT NULL,
-        evidence    TEXT NOT NULL CHECK (json_valid(evidence)),
-        decided_by  TEXT NOT NULL,
-        decided_at  TEXT NOT NULL,
-        undone_at   TEXT
-    )""",
-    "CREATE INDEX supersession_decisions_new ON supersession_decisions (new_fact_id)",
-    "CREATE INDEX supersession_decisions_old ON supersession_decisions (old_fact_id)",
-]
+# V4: corrections written as new memories (see `schema.SUPERSESSION`).
+V4 = [ddl(SQLITE, statement) for statement in schema.SUPERSESSION]
 
 
 def _vectors_in_table(conn: Any) -> None:
@@ -311,25 +218,9 @@ def _keyword_source(conn: Any) -> None:
 
 V6: list[str | Callable[[Any], None]] = [_keyword_source]
 
-# V7: the change feed (`engines/sqlite/changes.py`) reads a tenant's versions by when they
-# were written and when they were withdrawn, newest first, and stops at its page; it
-# finds what superseded a version by its link (only corrections carry one).
-V7: list[str | Callable[[Any], None]] = [
-    "CREATE INDEX facts_changes ON facts (tenant_id, known_from)",
-    """CREATE INDEX facts_withdrawn ON facts (tenant_id, known_to)
-       WHERE known_to IS NOT NULL""",
-    """CREATE INDEX facts_superseders ON facts (supersedes_fact_id, known_from)
-       WHERE supersedes_fact_id IS NOT NULL""",
-]
-
-# V8: the inspector's per-subject totals (`engines/common/counts.py`) count current keys
-# from this index alone: a partial index covers a query only when the columns of its
-# WHERE are among its own, and a current count checks expires_at too.
-V8: list[str | Callable[[Any], None]] = [
-    """CREATE INDEX facts_current_count
-       ON facts (tenant_id, namespace, expires_at, valid_to, known_to)
-       WHERE valid_to IS NULL AND known_to IS NULL""",
-]
+# V7: the change feed's indexes; V8: the inspector's per-subject totals (see `schema`).
+V7: list[str | Callable[[Any], None]] = list(schema.CHANGE_FEED)
+V8: list[str | Callable[[Any], None]] = [schema.CURRENT_COUNT]
 
 MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8]
 LATEST = len(MIGRATIONS)

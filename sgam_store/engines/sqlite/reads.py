@@ -12,10 +12,13 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from sgam_store.core import analysis, clock, namespaces
+from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
+from sgam_store.engines.common import reads as portable
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
     FACT_MASK,
@@ -24,31 +27,16 @@ from sgam_store.engines.sqlite.indexing import (
     stored_language,
     tenant_slot,
 )
-from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list, visible
+from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list
 from sgam_store.engines.sqlite.versions import F_COLUMNS
 
 Hits = list[tuple[int, float]]  # (fact_id, score), best first
 
 
-@functools.cache
-def _scope_sql(has_at: bool, has_known_at: bool, has_tenant: bool) -> str:
-    """The scope's SQL text, which depends only on which parts are given (cached: every
-    get and search builds it)."""
-    cond, _ = visible("" if has_at else None, "" if has_known_at else None, "f")
-    if not has_at and not has_known_at:
-        # An expired fact is stale even before the sweep closes it.
-        cond += " AND (f.expires_at IS NULL OR f.expires_at > ?)"
-    return cond + (" AND f.tenant_id = ?" if has_tenant else "")
-
-
-def _scope(at: str | None, known_at: str | None, tenant: str | None) -> tuple[str, list[Any]]:
-    """SQL for "visible in the scope" over `facts f`, with its parameters."""
-    _, params = visible(at, known_at, "f")
-    if at is None and known_at is None:
-        params = [*params, clock.utc_now()]
-    if tenant is not None:
-        params = [*params, tenant]
-    return _scope_sql(at is not None, known_at is not None, tenant is not None), params
+# The scope every read starts from (the one place its tenant predicate enters), and the
+# portable statements get and recall's selection run in it.
+export(globals(), portable, SQLITE)
+_scope = partial(portable.scope, SQLITE)
 
 
 def _search_scope(
@@ -75,9 +63,7 @@ def get(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
 ) -> FactRow | None:
     """The key's version visible in the scope (the latest start, should several be)."""
-    cond, params = _scope(at, known_at, tenant)
-    row = conn.execute(_get_sql(cond), (namespace, key, *params)).fetchone()
-    return None if row is None else FactRow._make(row)
+    return portable.key_version(SQLITE, conn, _scope(at, known_at, tenant), namespace, key)
 
 
 def get_many(
@@ -96,14 +82,6 @@ def _get_many_sql(cond: str) -> str:
     return (
         f"SELECT {F_COLUMNS} FROM json_each(?) AS k CROSS JOIN facts f "
         f"WHERE f.namespace = k.value ->> 0 AND f.attribute = k.value ->> 1 AND {cond}"
-    )
-
-
-@functools.cache
-def _get_sql(cond: str) -> str:
-    return (
-        f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND {cond}"
-        " ORDER BY f.valid_from DESC LIMIT 1"
     )
 
 
@@ -205,22 +183,9 @@ def structured_state(
     memory_types: Sequence[str] | None,
     limit: int,
 ) -> list[FactRow]:
-    """Visible versions of the given subjects, attributes and memory types (each empty or
-    None: any), by subject and attribute, at most `limit`."""
-    cond, params = _scope(at, known_at, tenant)
-    for column, values in (
-        ("subject", subjects),
-        ("attribute", attributes),
-        ("memory_type", memory_types),
-    ):
-        if values:
-            cond += f" AND f.{column} IN ({', '.join('?' * len(values))})"
-            params += list(values)
-    rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE {cond} ORDER BY f.subject, f.attribute LIMIT ?",
-        (*params, limit),
-    ).fetchall()
-    return [FactRow._make(row) for row in rows]
+    """Recall's selection: see `engines/common/reads.state`."""
+    scope = _scope(at, known_at, tenant)
+    return portable.state(SQLITE, conn, scope, subjects, attributes, memory_types, limit)
 
 
 # ---------------------------------------------------------------- vectors (a plain table)

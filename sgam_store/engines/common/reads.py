@@ -1,0 +1,89 @@
+"""The read side's portable statements, on either engine: the scope every read starts
+from, get, and recall's state selection. Search's statements (keyword and vector
+rankings, candidate checks, listings) are each engine's.
+
+A read's scope arrives as plain pieces: `at` and `known_at` (None: now) and `tenant`
+(None: any tenant). Its SQL depends only on which pieces are given, so each text is
+built once per dialect (every get and search builds one). Each engine builds it through
+its own `reads._scope`, the one place a read's tenant predicate enters, and hands it to
+the statements here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sgam_store.core import clock
+from sgam_store.core.models import FactRow
+from sgam_store.engines.common.dialect import Dialect
+from sgam_store.engines.common.predicates import F_COLUMNS, visible
+
+
+@functools.cache
+def _scope_sql(d: Dialect, has_at: bool, has_known_at: bool, has_tenant: bool) -> str:
+    cond, _ = visible("" if has_at else None, "" if has_known_at else None, "f")
+    if not has_at and not has_known_at:
+        # An expired fact is stale even before the sweep closes it.
+        cond += " AND (f.expires_at IS NULL OR f.expires_at > ?)"
+    return d.sql(cond + (" AND f.tenant_id = ?" if has_tenant else ""))
+
+
+def _params(at: str | None, known_at: str | None, tenant: str | None) -> list[Any]:
+    _, params = visible(at, known_at, "f")
+    if at is None and known_at is None:
+        params = [*params, clock.utc_now()]
+    return params if tenant is None else [*params, tenant]
+
+
+def scope(
+    d: Dialect, at: str | None, known_at: str | None, tenant: str | None
+) -> tuple[str, list[Any]]:
+    """SQL for "visible in the scope" over `facts f`, in the dialect, with its parameters."""
+    sql = _scope_sql(d, at is not None, known_at is not None, tenant is not None)
+    return sql, _params(at, known_at, tenant)
+
+
+@functools.cache
+def _get_sql(d: Dialect, cond: str) -> str:
+    head = f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND "
+    return d.sql(head) + cond + " ORDER BY f.valid_from DESC LIMIT 1"
+
+
+def key_version(
+    d: Dialect, conn: Any, scope: tuple[str, list[Any]], namespace: str, key: str
+) -> FactRow | None:
+    """`get`: the key's version visible in the `scope` the engine built (the latest start,
+    should several be)."""
+    cond, params = scope
+    row = conn.execute(_get_sql(d, cond), (namespace, key, *params)).fetchone()
+    return None if row is None else FactRow._make(row)
+
+
+def state(
+    d: Dialect,
+    conn: Any,
+    scope: tuple[str, list[Any]],
+    subjects: Sequence[str] | None,
+    attributes: Sequence[str] | None,
+    memory_types: Sequence[str] | None,
+    limit: int,
+) -> list[FactRow]:
+    """`structured_state`: versions visible in the `scope` the engine built, of the given
+    subjects, attributes and memory types (each empty or None: any), by subject and
+    attribute (then tenant and row, for a stable order), at most `limit`."""
+    cond, params = scope
+    narrow = ""
+    for column, values in (
+        ("subject", subjects),
+        ("attribute", attributes),
+        ("memory_type", memory_types),
+    ):
+        if values:
+            narrow += f" AND {d.in_list(f'f.{column}', 'text')}"
+            params = [*params, d.as_list(values)]
+    c = d.collate_c
+    order = f" ORDER BY f.subject{c}, f.attribute{c}, f.tenant_id{c}, f.row_id LIMIT ?"
+    sql = d.sql(f"SELECT {F_COLUMNS} FROM facts f WHERE ") + cond + d.sql(narrow + order)
+    return [FactRow._make(row) for row in conn.execute(sql, (*params, limit)).fetchall()]

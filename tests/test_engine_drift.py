@@ -337,6 +337,7 @@ WRITTEN = {
     ("versions", "move_created"),  # first_created reads what it moved
     ("backfill", "log_rewrite"),
     ("transfer", "insert_plain"),  # sgam copy's round trips (tests/test_copy.py)
+    ("transfer", "load"),  # likewise
     # test_erasure_agrees_on_both_engines
     ("erasure", "erase_rows"),
     ("erasure", "erase_selected"),

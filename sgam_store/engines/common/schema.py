@@ -55,6 +55,19 @@ def ddl(dialect: Dialect, template: str) -> str:
     return _Spelling(dialect).format(template)
 
 
+# A fact's versions by id and by source episode, and the expiry sweep's open rows.
+FACT_LOOKUPS = [
+    "CREATE INDEX facts_fact_id ON facts (fact_id)",
+    "CREATE INDEX facts_source ON facts (source_episode_id)",
+    """CREATE INDEX facts_expiry ON facts (expires_at)
+       WHERE expires_at IS NOT NULL AND known_to IS NULL""",
+]
+# Point-in-time and known_at reads walk a key's versions in valid-time order.
+FACTS_KEY_TIME = "CREATE INDEX facts_key_time ON facts (namespace, attribute, valid_from)"
+# The retention job reads only rows that carry a policy, oldest first.
+FACTS_RETENTION = """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
+       WHERE retention_policy IS NOT NULL"""
+
 SGAM_META = "CREATE TABLE sgam_meta (key {text} PRIMARY KEY, value {text} NOT NULL)"
 
 # The raw episode log: what was said or observed, before any extraction.

@@ -6,6 +6,7 @@ move afterwards, are each engine's.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from sgam_store.core.engine import TRANSFER_COLUMNS, TRANSFER_ORDER
@@ -38,3 +39,17 @@ def insert_plain(d: Dialect, cur: Any, table: str, rows: list[tuple[Any, ...]]) 
     columns = TRANSFER_COLUMNS[table]
     marks = ", ".join("?" * len(columns.split(",")))
     cur.executemany(d.sql(f"INSERT INTO {table} ({columns}) VALUES ({marks})"), rows)
+
+
+def load(
+    d: Dialect, cur: Any, indexing: ModuleType, table: str, rows: list[tuple[Any, ...]]
+) -> None:
+    """Insert one batch of a neutral table's rows: keyword and vector rows through the
+    engine's `indexing` (each engine's own tables), the others as they travel."""
+    if table == "keywords":
+        indexing.flush_keywords(cur, rows)
+    elif table == "vectors":
+        for fact_id, field, tenant, current, blob in rows:
+            indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
+    else:
+        insert_plain(d, cur, table, rows)

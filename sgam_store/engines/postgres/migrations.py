@@ -70,15 +70,11 @@ V1 = [
        WHERE valid_to IS NULL AND known_to IS NULL""",
     """CREATE UNIQUE INDEX facts_one_start ON facts (namespace, attribute, valid_from, tenant_id)
        WHERE known_to IS NULL""",
-    "CREATE INDEX facts_key_time ON facts (namespace, attribute, valid_from)",
+    schema.FACTS_KEY_TIME,
     """CREATE INDEX facts_current_ns ON facts (tenant_id, namespace text_pattern_ops)
        WHERE valid_to IS NULL AND known_to IS NULL""",
-    "CREATE INDEX facts_fact_id ON facts (fact_id)",
-    "CREATE INDEX facts_source ON facts (source_episode_id)",
-    """CREATE INDEX facts_expiry ON facts (expires_at)
-       WHERE expires_at IS NOT NULL AND known_to IS NULL""",
-    """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
-       WHERE retention_policy IS NOT NULL""",
+    *schema.FACT_LOOKUPS,
+    schema.FACTS_RETENTION,
     "CREATE INDEX facts_doc ON facts USING gin (doc jsonb_path_ops)",
     # One keyword row per fact. The text-search configuration is the keyword language
     # (sgam_meta.text_search_config); changing it regenerates the column

@@ -55,15 +55,11 @@ V1 = [
     # Rule 1 backstop: two believed facts never share a key and a valid_from.
     """CREATE UNIQUE INDEX facts_one_start ON facts (namespace, attribute, valid_from)
        WHERE known_to IS NULL""",
-    # Point-in-time and known_at reads walk a key's versions in valid-time order.
-    "CREATE INDEX facts_key_time ON facts (namespace, attribute, valid_from)",
+    schema.FACTS_KEY_TIME,
     # Current reads by tenant/namespace (search, list_namespaces) touch only open rows.
     """CREATE INDEX facts_current_ns ON facts (tenant_id, namespace)
        WHERE valid_to IS NULL AND known_to IS NULL""",
-    "CREATE INDEX facts_fact_id ON facts (fact_id)",
-    "CREATE INDEX facts_source ON facts (source_episode_id)",
-    """CREATE INDEX facts_expiry ON facts (expires_at)
-       WHERE expires_at IS NOT NULL AND known_to IS NULL""",
+    *schema.FACT_LOOKUPS,
     # vec0 rowid -> fact; one fact has one vector per embedded field.
     """CREATE TABLE vector_rows (
         vec_rowid INTEGER PRIMARY KEY,
@@ -84,9 +80,7 @@ V1 = [
     schema.EPISODES_THREAD,
     ddl(SQLITE, schema.FACT_SOURCES),
     schema.FACT_SOURCES_EPISODE,
-    # The retention job reads only rows that carry a policy, oldest first.
-    """CREATE INDEX facts_retention ON facts (retention_policy, recorded_at)
-       WHERE retention_policy IS NOT NULL""",
+    schema.FACTS_RETENTION,
     schema.EPISODES_RETENTION,
     ddl(SQLITE, schema.ENDED_SESSIONS),
     # Backfill audit: which version a schema backfill replaced by which. Ids and versions

@@ -48,13 +48,7 @@ def export_rows(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:
 
 def load_rows(cur: Any, table: str, rows: list[tuple[Any, ...]]) -> None:
     """Insert one batch of a neutral table's rows."""
-    if table == "keywords":
-        indexing.flush_keywords(cur, rows)
-    elif table == "vectors":
-        for fact_id, field, tenant, current, blob in rows:
-            indexing.write_vectors(cur, fact_id, tenant, [(field, bytes(blob))], bool(current))
-    else:
-        transfer.insert_plain(SQLITE, cur, table, rows)
+    transfer.load(SQLITE, cur, indexing, table, rows)
 
 
 def finish(cur: Any) -> None:

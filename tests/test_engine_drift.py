@@ -254,6 +254,8 @@ CASES: list[tuple[Any, ...]] = [
     ("reads", "scope", ("2025-01-01T00:00:00.000000Z", None, "zeta"), "where"),
     ("reads", "scope", (None, FAR, None), "where"),
     ("reads", "scope", ("2024-06-01T00:00:00.000000Z", FAR, None), "where"),
+    ("migrations", "meta", ("tenant_at",)),
+    ("migrations", "meta", ("vector_dims",), "none"),
     ("stats", "collected", (("episodes", "fact_sources", "memory_candidates"), 1, {})),
     ("erasure", "facts_of", ("zeta", "prefs", "k1"), "ids"),
     ("erasure", "facts_of", ("zeta", "nobody"), "none"),
@@ -288,7 +290,8 @@ def test_statement_agrees_on_both_engines(
     group, name, args, how = (*case, "ordered")[:4]
     rows = {}
     for engine, store in stores.items():
-        statement = getattr(getattr(store.engine, group), name)
+        module = importlib.import_module(f"sgam_store.engines.{engine}.{group}")
+        statement = getattr(module, name)
         with store.engine.reading() as conn:
             ids = [r[0] for r in conn.execute("SELECT row_id FROM facts ORDER BY row_id")]
             rank = {i: n for n, i in enumerate(ids)}
@@ -319,7 +322,9 @@ def test_statement_agrees_on_both_engines(
             ]
         rows[engine] = normal(sorted(found) if how == "set" else found, rank)
     assert rows["sqlite"] == rows["postgres"]
-    assert (rows["sqlite"] in ([], {}, None, 0)) == how.endswith("none"), "a case that finds nothing"
+    assert (rows["sqlite"] in ([], {}, None, 0)) == how.endswith("none"), (
+        "a case that finds nothing"
+    )
 
 
 # Write statements: `_fill` runs each on both engines, and the cases above read their rows.
@@ -340,6 +345,11 @@ WRITTEN = {
     ("backfill", "log_rewrite"),
     ("transfer", "insert_plain"),  # sgam copy's round trips (tests/test_copy.py)
     ("transfer", "load"),  # likewise
+    # Set-up's bookkeeping, run on both engines by tests/test_tenant_at.py and
+    # tests/test_schema_migration.py; `meta` reads what they record.
+    ("migrations", "record_tenant_at"),
+    ("migrations", "recorded_dims"),
+    ("migrations", "record_dims"),
     # test_erasure_agrees_on_both_engines
     ("erasure", "erase_rows"),
     ("erasure", "erase_selected"),

@@ -13,15 +13,14 @@ from typing import Any
 
 from psycopg import sql
 
-from sgam_store.core import analysis, namespaces
-from sgam_store.core.errors import (
-    DimensionMismatchError,
-    ForeignDatabaseError,
-    SchemaVersionError,
-)
+from sgam_store.core import analysis
+from sgam_store.core.errors import ForeignDatabaseError
+from sgam_store.engines.common import migrations as portable
 from sgam_store.engines.common import schema
-from sgam_store.engines.common.dialect import POSTGRES
+from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.common.schema import ddl
+
+export(globals(), portable, POSTGRES)  # the bookkeeping both engines share
 
 # pg_advisory_xact_lock key for schema changes: "sgam" in ASCII.
 MIGRATION_LOCK = 0x7367616D
@@ -252,11 +251,7 @@ def migrate(conn: Any, schema: str) -> int:
         cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         check_owned(cur, schema)
         found = _version(cur, _tables(cur, schema))
-        if found > LATEST:
-            raise SchemaVersionError(
-                f"database schema v{found} is newer than this sgam-store (v{LATEST}); "
-                "upgrade sgam-store"
-            )
+        portable.check_version(found, LATEST)
         config = sql.Literal(analysis.DEFAULT_LANGUAGE).as_string(conn) + "::regconfig"
         for version in range(found, LATEST):
             for statement in MIGRATIONS[version]:
@@ -275,19 +270,11 @@ def migrate(conn: Any, schema: str) -> int:
 
 
 def settle_tenant_at(conn: Any, requested: int | None) -> int:
-    """Record the namespace layout's `tenant_at` once, and return the database's: a
-    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`)."""
+    """Record the namespace layout's `tenant_at` once, and return the database's."""
     with conn.transaction():
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
-        has_facts = cur.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
-        found = namespaces.settle_tenant_at(row and row[0], requested, bool(has_facts))
-        if row is None:
-            cur.execute(
-                "INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', %s)", (str(found),)
-            )
-    return found
+        return portable.record_tenant_at(POSTGRES, cur, requested)
 
 
 def ensure_vector_table(conn: Any, dims: int) -> None:
@@ -299,12 +286,7 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
     with conn.transaction():
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        row = cur.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
-        if row is not None and int(row[0]) != dims:
-            raise DimensionMismatchError(
-                f"this database's vectors have {row[0]} dims; the index config says {dims}"
-            )
-        if row is not None:
+        if portable.recorded_dims(POSTGRES, cur, dims):
             return
         cur.execute(
             f"""CREATE TABLE fact_vectors (
@@ -327,7 +309,7 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
             cur.execute(statement)
         if row_security_on(cur):
             cur.execute(_enable_sql("fact_vectors"))
-        cur.execute("INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', %s)", (str(dims),))
+        portable.record_dims(POSTGRES, cur, dims)
 
 
 def _enable_sql(table: str) -> str:

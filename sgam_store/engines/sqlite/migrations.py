@@ -8,14 +8,18 @@ newer sgam-store is refused rather than touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sgam_store.core import analysis, namespaces
-from sgam_store.core.errors import DimensionMismatchError, ForeignDatabaseError, SchemaVersionError
+from sgam_store.core.errors import ForeignDatabaseError
+from sgam_store.engines.common import migrations as portable
 from sgam_store.engines.common import schema
-from sgam_store.engines.common.dialect import SQLITE
+from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.common.schema import ddl
+
+export(globals(), portable, SQLITE)  # the bookkeeping both engines share
 
 FACTS_DDL = """
 CREATE TABLE facts (
@@ -259,19 +263,28 @@ def check_owned(conn: Any) -> None:
     )
 
 
+@contextmanager
+def _immediate(conn: Any) -> Iterator[None]:
+    """One write transaction holding the lock from its start; rolled back on any error
+    unless SQLite already did (e.g. disk full)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def migrate(conn: Any) -> int:
     """Bring the schema to LATEST; return the version found before."""
     check_owned(conn)
     found = _version(conn)
-    if found > LATEST:
-        raise SchemaVersionError(
-            f"database schema v{found} is newer than this sgam-store (v{LATEST}); "
-            "upgrade sgam-store"
-        )
+    portable.check_version(found, LATEST)
     if found == LATEST:
         return found
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         current = _version(conn)  # re-read under the lock: another process may have migrated
         check_owned(conn)
         for version in range(current, LATEST):
@@ -281,60 +294,26 @@ def migrate(conn: Any) -> int:
                 else:
                     conn.execute(step)
             conn.execute(f"PRAGMA user_version = {version + 1}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
-            conn.execute("ROLLBACK")
-        raise
     return found
 
 
 def settle_tenant_at(conn: Any, requested: int | None) -> int:
-    """Record the namespace layout's `tenant_at` once, and return the database's: a
-    request for another raises ConfigurationError (see `namespaces.settle_tenant_at`).
+    """Record the namespace layout's `tenant_at` once, and return the database's.
 
     Once recorded it is only read: opening a store takes no write lock for it, as
     `migrate` takes none for a schema already at LATEST."""
-    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
-    if row is not None:
-        return namespaces.settle_tenant_at(row[0], requested, has_facts=True)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'tenant_at'").fetchone()
-        has_facts = conn.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
-        found = namespaces.settle_tenant_at(row and row[0], requested, bool(has_facts))
-        if row is None:
-            conn.execute(
-                "INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', ?)", (str(found),)
-            )
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return found
+    recorded = portable.meta(SQLITE, conn, "tenant_at")
+    if recorded is not None:
+        return namespaces.settle_tenant_at(recorded, requested, has_facts=True)
+    with _immediate(conn):
+        return portable.record_tenant_at(SQLITE, conn, requested)
 
 
 def ensure_vector_table(conn: Any, dims: int) -> None:
-    """Record the vectors' `dims` once, or check a recorded one is the same: a vector of
-    other dims could not be ranked against the stored ones. Once recorded it is only
-    read, as `settle_tenant_at` does."""
-    row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
-    if row is not None and int(row[0]) == dims:
+    """Record the vectors' `dims` once, or check a recorded one is the same. Once recorded
+    it is only read, as `settle_tenant_at` does."""
+    if portable.meta(SQLITE, conn, "vector_dims") == str(dims):
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute("SELECT value FROM sgam_meta WHERE key = 'vector_dims'").fetchone()
-        if row is not None and int(row[0]) != dims:
-            raise DimensionMismatchError(
-                f"this database's vectors have {row[0]} dims; the index config says {dims}"
-            )
-        if row is None:
-            conn.execute(
-                "INSERT INTO sgam_meta (key, value) VALUES ('vector_dims', ?)", (str(dims),)
-            )
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
-            conn.execute("ROLLBACK")
-        raise
+    with _immediate(conn):
+        if not portable.recorded_dims(SQLITE, conn, dims):
+            portable.record_dims(SQLITE, conn, dims)

@@ -1,7 +1,7 @@
-"""Erasure on PostgreSQL: remove facts and episodes for good. The twin of
-`engines/sqlite/erasure.py`, whose module docstring gives the selectors and the rules
-(every version, vectors, keyword row, source links, backfill audit rows, the episode
-text; gaps stay gaps; `supersedes_fact_id` links to erased facts are cleared).
+"""Erasure on PostgreSQL: remove facts and episodes for good, through
+`engines/common/erasure.py`. `engines/sqlite/erasure.py`'s docstring gives the selectors
+and the rules (every version, vectors, keyword row, source links, backfill audit rows,
+the episode text; gaps stay gaps; `supersedes_fact_id` links to erased facts are cleared).
 
 What differs from SQLite:
 - Writers run in parallel, so an erasure first makes sure that no writer of what it

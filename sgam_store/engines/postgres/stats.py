@@ -1,5 +1,5 @@
-"""What the store's schema holds: rows per table, schema versions, and space. The twin of
-`engines/sqlite/stats.py`, with the same keys.
+"""What the store's schema holds: rows per table, schema versions, and space
+(`engines/common/stats.py`), with the SQLite engine's keys.
 
 What differs from SQLite: `rows` counts this engine's tables (`fact_keywords` for
 `fact_fts`, `fact_vectors` for `vector_rows`, and `tenants` counted

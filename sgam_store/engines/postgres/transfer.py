@@ -1,4 +1,4 @@
-"""Whole-store export and import on PostgreSQL, the twin of `engines/sqlite/transfer.py`.
+"""Whole-store export and import on PostgreSQL, as `engines/sqlite/transfer.py` does it.
 
 Same neutral tables and row shapes; on import the identity and row-id sequences are
 moved past the copied ids, so the next write cannot reuse one.

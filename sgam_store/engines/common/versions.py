@@ -8,6 +8,7 @@ instant and the inserts are each engine's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sgam_store.core.models import FactRow
@@ -36,48 +37,66 @@ def _all(d: Dialect, cur: Any, sql: str, params: tuple[Any, ...]) -> list[FactRo
 
 # ---------------------------------------------------------------- the write rule's lookups
 
+# Built once: every put runs several (a dialect's `sql` then finds a constant's text).
+_CONTAINING = (
+    f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {_IN_FORCE} ORDER BY valid_from DESC LIMIT 1"
+)
+_OF_KEY = f"FROM facts WHERE {_KEY} AND {believed_sql()}"  # a key's believed versions
+_NEXT_START = f"SELECT MIN(valid_from) {_OF_KEY} AND valid_from > ?"
+_LATEST_START = f"SELECT MAX(valid_from) {_OF_KEY}"
+_FIRST_CREATED = f"SELECT MIN(created_at) {_OF_KEY}"
+_OPEN = f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}"
+_MOVE_CREATED = (
+    f"UPDATE facts SET created_at = ? WHERE {_KEY} AND {believed_sql()} AND created_at > ?"
+)
+_OPEN_TTL = (
+    f"SELECT row_id, ttl_minutes FROM facts WHERE {_KEY} AND {current_sql()} "
+    "AND ttl_minutes IS NOT NULL"
+)
+
 
 def containing(d: Dialect, cur: Any, ns: str, attribute: str, instant: str) -> FactRow | None:
     """The believed version whose interval contains `instant` (at most one exists)."""
     d.lock_keys(cur, [(ns, attribute)])
-    return _one(
-        d,
-        cur,
-        f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {_IN_FORCE} "
-        "ORDER BY valid_from DESC LIMIT 1",
-        (ns, attribute, instant, instant),
-    )
+    return _one(d, cur, _CONTAINING, (ns, attribute, instant, instant))
 
 
-def _of_key(d: Dialect, cur: Any, what: str, ns: str, attribute: str, after: str = "") -> Any:
-    """One aggregate of a key's believed versions (starting `after`), its key locked first."""
+def _of_key(d: Dialect, cur: Any, sql: str, ns: str, attribute: str, *more: str) -> Any:
+    """One aggregate of a key's believed versions, its key locked first."""
     d.lock_keys(cur, [(ns, attribute)])
-    sql = f"SELECT {what} FROM facts WHERE {_KEY} AND {believed_sql()}"
-    if after:
-        return cur.execute(d.sql(sql + " AND valid_from > ?"), (ns, attribute, after)).fetchone()[0]
-    return cur.execute(d.sql(sql), (ns, attribute)).fetchone()[0]
+    return cur.execute(d.sql(sql), (ns, attribute, *more)).fetchone()[0]
 
 
 def next_start(d: Dialect, cur: Any, ns: str, attribute: str, instant: str) -> str | None:
     """The earliest believed start after `instant`."""
-    return _of_key(d, cur, "MIN(valid_from)", ns, attribute, instant)
+    return _of_key(d, cur, _NEXT_START, ns, attribute, instant)
 
 
 def latest_start(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
     """The latest believed start of a key."""
-    return _of_key(d, cur, "MAX(valid_from)", ns, attribute)
+    return _of_key(d, cur, _LATEST_START, ns, attribute)
 
 
 def first_created(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
     """The earliest `created_at` among a key's believed versions."""
-    return _of_key(d, cur, "MIN(created_at)", ns, attribute)
+    return _of_key(d, cur, _FIRST_CREATED, ns, attribute)
 
 
 def open_version(d: Dialect, cur: Any, ns: str, attribute: str) -> FactRow | None:
     """The key's open version in the current belief."""
     d.lock_keys(cur, [(ns, attribute)])
-    return _one(
-        d, cur, f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}", (ns, attribute)
+    return _one(d, cur, _OPEN, (ns, attribute))
+
+
+@functools.cache
+def _key_tails_sql(d: Dialect) -> str:
+    return d.sql(
+        f"WITH k(ns, attr) AS ({d.pairs}), "
+        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
+        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
+        f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
+        f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
+        f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}"
     )
 
 
@@ -89,29 +108,14 @@ def key_tails(d: Dialect, cur: Any, keys: list[tuple[str, str]]) -> list[tuple[F
     valid_from), then fetches each key's latest row by that index.
     """
     d.lock_keys(cur, keys)
-    rows = cur.execute(
-        d.sql(
-            f"WITH k(ns, attr) AS ({d.pairs}), "
-            "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
-            "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
-            f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
-            f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
-            f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}"
-        ),
-        d.as_pairs(keys),
-    ).fetchall()
+    rows = cur.execute(_key_tails_sql(d), d.as_pairs(keys)).fetchall()
     return [(FactRow._make(row[:-1]), row[-1]) for row in rows]
 
 
 def move_created(d: Dialect, cur: Any, ns: str, attribute: str, start: str) -> None:
     """A delayed fact became the key's first: believed versions take its start as
     `created_at` (derived metadata, so no new versions)."""
-    cur.execute(
-        d.sql(
-            f"UPDATE facts SET created_at = ? WHERE {_KEY} AND {believed_sql()} AND created_at > ?"
-        ),
-        (start, ns, attribute, start),
-    )
+    cur.execute(d.sql(_MOVE_CREATED), (start, ns, attribute, start))
 
 
 # ---------------------------------------------------------------- expiry (TTL)
@@ -120,13 +124,7 @@ def move_created(d: Dialect, cur: Any, ns: str, attribute: str, start: str) -> N
 def open_ttl(d: Dialect, cur: Any, ns: str, attribute: str) -> tuple[int, float] | None:
     """(row id, ttl minutes) of the key's open version, if it has a TTL."""
     d.lock_keys(cur, [(ns, attribute)])
-    return cur.execute(
-        d.sql(
-            f"SELECT row_id, ttl_minutes FROM facts WHERE {_KEY} AND {current_sql()} "
-            "AND ttl_minutes IS NOT NULL"
-        ),
-        (ns, attribute),
-    ).fetchone()
+    return cur.execute(d.sql(_OPEN_TTL), (ns, attribute)).fetchone()
 
 
 def expired(d: Dialect, cur: Any, now: str) -> list[FactRow]:

@@ -45,13 +45,16 @@ class Ranker:
     the store's may be replaced.
     """
 
-    __slots__ = ("_cache", "_engine", "_pool", "_pool_pid", "_spec", "_terms")
+    __slots__ = ("_cache", "_engine", "_keywords", "_pool", "_pool_pid", "_spec", "_terms")
 
     def __init__(self, engine: Any, spec: IndexSpec | None, cache: Any) -> None:
         self._engine = engine
         self._spec = spec
         self._cache = cache
         self._terms = TermStats()
+        # The engine's in-process keyword scorer of small scopes, if it has one (ScopeScorer)
+        mirror = getattr(engine.reads, "keyword_mirror", None)
+        self._keywords = mirror() if mirror is not None else None
         self._pool: ThreadPoolExecutor | None = None  # see `_scan`
         self._pool_pid = 0
 
@@ -204,11 +207,11 @@ class Ranker:
         hybrid = query_vec is not None and cfg.mode == "hybrid"
         keyword: Ranked = []
         if query_vec is None or hybrid:
+            scorer = ScopeScorer(self._engine, conn, scope, op, ids, self._keywords)
             if hybrid:
-                hits = scope_keyword_hits(self._engine, conn, scope, op, ids, self._terms)
+                hits = scope_keyword_hits(self._engine, conn, op, scorer, self._terms)
             else:
-                match = keyword_match(self._engine, conn, scope, op, None)
-                hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
+                hits = scorer.scores(self._engine.reads.keyword_terms(conn, op.query or ""))
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
             return keyword[:want], True
@@ -423,18 +426,46 @@ SCOPE_COMMON_SHARE = 0.25
 SCOPE_COMMON_MIN_ROWS = 32
 
 
-def scope_frequency(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, term: str, fact_ids: list[int]
-) -> int:
-    """How many of `fact_ids` hold `term`."""
-    query = engine.reads.keyword_query(conn, [term], search.tenant_of(engine, scope, op))
-    return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
+class ScopeScorer:
+    """`keyword_scores` of a small scope's facts, and how many of them hold a term.
+
+    Where the engine scores a scope's own keyword rows in process (SQLite's
+    `scope_keywords`: FTS5 walks every tenant's postings of a term to weigh it, one user's
+    search included) those answer, with the same hits, scores and order; else, and for
+    terms it leaves to the index, the engine's keyword statements do.
+    """
+
+    def __init__(
+        self, engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], mirror: Any
+    ) -> None:
+        self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
+        self.tenant = search.tenant_of(engine, scope, op)
+        in_process = mirror is not None and self.tenant is not None and fact_ids
+        self.local = (
+            engine.reads.scope_keywords(conn, mirror, self.tenant, fact_ids) if in_process else None
+        )
+
+    def scores(self, terms: list[str]) -> Hits:
+        local = self.local
+        tokens = local.tokens(terms) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.scores(tokens)
+        query = self.engine.reads.keyword_query(self.conn, terms, self.tenant)
+        return self.engine.reads.keyword_scores(self.conn, query, self.fact_ids) if query else []
+
+    def holding(self, term: str) -> int:
+        """How many of the scope's facts hold `term` (`scope_frequency`)."""
+        local = self.local
+        tokens = local.tokens([term]) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.holding(tokens[0])
+        return len(self.scores([term]))
 
 
 def scope_keyword_hits(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
+    engine: Any, conn: Any, op: SearchOp, scorer: ScopeScorer, stats: TermStats
 ) -> Hits:
-    """`keyword_scores` of the small scope `fact_ids` for hybrid search, terms common in
+    """`keyword_scores` of a small scope (`scorer`'s) for hybrid search, terms common in
     the store or in the scope dropped (see SCOPE_COMMON_SHARE).
 
     No term is in more of the scope's facts than match any of the terms, so when those
@@ -442,17 +473,12 @@ def scope_keyword_hits(
     answer, and the count per term (a query each, most of a per-user search's keyword
     cost) is only run when the matches exceed the ceiling. Same hits, same order."""
     terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
-    tenant = search.tenant_of(engine, scope, op)
-    query = engine.reads.keyword_query(conn, terms, tenant)
-    hits: Hits = engine.reads.keyword_scores(conn, query, fact_ids) if query else []
-    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
+    hits = scorer.scores(terms)
+    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:
         return hits
-    kept = [t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling]
-    if kept == terms:
-        return hits
-    query = engine.reads.keyword_query(conn, kept, tenant)
-    return engine.reads.keyword_scores(conn, query, fact_ids) if query else []
+    kept = [t for t in terms if scorer.holding(t) <= ceiling]
+    return hits if kept == terms else scorer.scores(kept)
 
 
 def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:

@@ -8,8 +8,11 @@ A read's scope arrives as plain pieces, first after the connection: `at` and `kn
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +21,7 @@ from sgam_store.core import analysis, clock, namespaces
 from sgam_store.core.models import FactRow, StoredKey, latest_per_key
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
+    FACT_BITS,
     FACT_MASK,
     KEYWORD_ROWIDS,
     slot_range,
@@ -163,12 +167,73 @@ def in_scope(
     limit: int,
 ) -> dict[int, int]:
     """{fact_id: row_id} of up to `limit` facts visible in the search scope: a small
-    scope, ranked whole instead of through the tenant's rankings."""
-    where, params = _search_scope(at, known_at, tenant, prefix, filter)
-    rows = conn.execute(
-        f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT ?", (*params, limit)
-    ).fetchall()
-    return dict(rows)
+    scope, ranked whole instead of through the tenant's rankings.
+
+    A current scope of a tenant is remembered by the connection (`_scope_members`) while
+    nothing changed, with each member's expiry: only the expiry depends on the time, so
+    it alone is checked again per call."""
+    members = None
+    if at is None and known_at is None and tenant is not None:
+        members = _scope_members(conn, tenant, prefix, filter, limit)
+    if members is None:
+        where, params = _search_scope(at, known_at, tenant, prefix, filter)
+        rows = conn.execute(
+            f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT ?", (*params, limit)
+        ).fetchall()
+        return dict(rows)
+    now = clock.utc_now()
+    return {fid: row for fid, row, expires in members if expires is None or expires > now}
+
+
+# Scopes a connection remembers (`_scope_members`) before it starts over.
+SCOPES_REMEMBERED = 256
+
+
+class _Scopes:
+    """The current scopes a connection read, valid while its `data_version` (commits by
+    other connections) and `total_changes` (its own writes, committed or not) stay."""
+
+    __slots__ = ("members", "version")
+
+    def __init__(self, version: tuple[int, int]) -> None:
+        self.version = version
+        self.members: dict[Any, list[tuple[int, int, str | None]]] = {}
+
+
+def _scope_members(
+    conn: Any,
+    tenant: str,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+) -> list[tuple[int, int, str | None]] | None:
+    """(fact_id, row_id, expires_at) of the current facts of a tenant's scope, whatever
+    their expiry, from the connection's memory when nothing changed since it read them;
+    None when the connection keeps no memory or the scope holds `limit` facts or more
+    (the expiry might then cut the ones a LIMIT let through)."""
+    state = getattr(conn, "__dict__", None)
+    if state is None:
+        return None  # a caller's connection of a class without attributes
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
+    flt_sql, flt_params = filter_sql(filter)
+    key = (tenant, ns_sql, flt_sql, *ns_params, *flt_params)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    scopes = state.get("_sgam_scopes")
+    if scopes is None or scopes.version != version or len(scopes.members) > SCOPES_REMEMBERED:
+        scopes = state["_sgam_scopes"] = _Scopes(version)
+    members = scopes.members.get(key)
+    if members is None:
+        members = conn.execute(
+            "SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
+            f"WHERE {current_sql('f')} AND f.tenant_id = ? AND {ns_sql} AND {flt_sql} LIMIT ?",
+            (tenant, *ns_params, *flt_params, limit),
+        ).fetchall()
+        scopes.members[key] = members
+    return members if len(members) < limit else None
 
 
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
@@ -397,3 +462,184 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     sql += " ORDER BY b LIMIT ?"
     found = conn.execute(sql, (query.match, *(query.rowids or ()), n)).fetchall()
     return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
+
+
+# ------------------------------------------------ keywords of a small scope, in process
+
+# FTS5's bm25() constants (fts5_aux.c); `scope_keywords` scores as it does.
+BM25_K1 = 1.2
+BM25_B = 0.75
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+# Rows remembered before the mirror starts over: about 40 MB of token counts.
+KEYWORD_MIRROR_ROWS = 200_000
+
+# The keyword index's state in one statement: FTS5's averages record (rows and tokens
+# in all) and its structure record, which every write to the index replaces (a new
+# segment, a new write counter); the language the rows are analyzed in; the tenant's slot.
+_KEYWORD_STATE = (
+    "SELECT (SELECT block FROM fact_fts_data WHERE id = 1), "
+    "(SELECT block FROM fact_fts_data WHERE id = 10), "
+    "(SELECT value FROM sgam_meta WHERE key = 'language'), "
+    "(SELECT slot FROM tenants WHERE tenant_id = ?)"
+)
+
+
+class KeywordMirror:
+    """What scoring small scopes' keyword rows in process keeps between searches: the
+    index's statistics and rows' token counts, for one state of the index.
+
+    FTS5 posting lists are global: a MATCH confined to one user's rowids still walks
+    every user's postings of its terms, to count the rows holding each (bm25's document
+    frequency). Here the counts are taken once per state of the index and the scope's
+    rows are scored from their own tokens. Any write to the index replaces its structure
+    record, and with it the state: counts are then taken again and every row's text is
+    read again (its tokens reused when the text is unchanged), so nothing outlives the
+    rows it was computed from. A search holds the state it began with, so a search in
+    another thread that moves the mirror on changes nothing it reads.
+    """
+
+    __slots__ = ("known", "state")
+
+    def __init__(self) -> None:
+        self.state = _KeywordState(None)
+        # rowid -> (text, token counts, length) as last read, in any state: reused only
+        # for the same text
+        self.known: dict[int, tuple[str, dict[str, int], int]] = {}
+
+
+class _KeywordState:
+    """The mirror for one state of the keyword index (`key`)."""
+
+    __slots__ = ("frequency", "key", "rows")
+
+    def __init__(self, key: tuple[Any, ...] | None) -> None:
+        self.key = key
+        self.frequency: dict[str, int] = {}  # token -> keyword rows holding it
+        self.rows: dict[int, tuple[dict[str, int], int] | None] = {}  # rowid -> read row
+
+
+def keyword_mirror() -> KeywordMirror:
+    """A new, empty `KeywordMirror` (a ranker keeps one)."""
+    return KeywordMirror()
+
+
+@dataclass
+class ScopeKeywords:
+    """A small scope's keyword rows with the index's statistics, scored as FTS5's bm25()
+    scores them (`keyword_scores`): the same hits, scores and order."""
+
+    conn: Any
+    frequency: dict[str, int]  # the state's document frequencies, filled as asked
+    rows: list[tuple[int, dict[str, int], int]]  # (fact_id, token counts, length)
+    total_rows: int
+    average_length: float
+
+    @staticmethod
+    def tokens(terms: list[str]) -> list[str] | None:
+        """The index token of each term; None when a term is not one ASCII token (a
+        phrase, or text whose folding only FTS5 can vouch for): ask FTS5 then."""
+        found = [_ASCII_TOKEN.findall(t.lower()) if t.isascii() else [] for t in terms]
+        return None if any(len(f) != 1 for f in found) else [f[0] for f in found]
+
+    def holding(self, token: str) -> int:
+        """How many of the scope's rows hold `token` (`scope_frequency`'s count)."""
+        return sum(token in counts for _, counts, _ in self.rows)
+
+    def scores(self, tokens: list[str]) -> Hits:
+        """(fact_id, score) of the scope's rows holding any of `tokens`, best first, as
+        `keyword_scores` gives them for the same terms: fts5_aux.c's bm25, operation
+        for operation, so the doubles are equal too."""
+        if not tokens:
+            return []
+        frequency = self.frequency
+        for token in tokens:
+            if token not in frequency:
+                frequency[token] = keyword_frequency(self.conn, token)
+        n, avgdl = self.total_rows, self.average_length
+        idf = []
+        for token in tokens:
+            value = math.log((n - frequency[token] + 0.5) / (frequency[token] + 0.5))
+            idf.append(value if value > 0.0 else 1e-6)
+        k1, b = BM25_K1, BM25_B
+        found = []
+        for fact_id, counts, length in self.rows:
+            if not any(t in counts for t in tokens):
+                continue
+            score = 0.0
+            for token, weight in zip(tokens, idf, strict=True):
+                freq = float(counts.get(token, 0))
+                score += weight * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
+            found.append((-1.0 * score, fact_id))
+        found.sort()
+        return [(fact_id, -bm / (1.0 - bm)) for bm, fact_id in found]
+
+
+def scope_keywords(
+    conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
+) -> ScopeKeywords | None:
+    """The keyword rows of `fact_ids` (all in `tenant`) for scoring in process; None when
+    FTS5 must score them: a row of text other than ASCII (its tokens are FTS5's to say),
+    or no keyword row in the tenant yet."""
+    averages, structure, language, slot = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
+    if slot is None or averages is None:
+        return None
+    key = (averages, structure, language)
+    state = mirror.state
+    if state.key != key:
+        state = mirror.state = _KeywordState(key)
+        if len(mirror.known) > KEYWORD_MIRROR_ROWS:
+            mirror.known = {}
+    base = slot << FACT_BITS
+    unread = [base | fid for fid in fact_ids if base | fid not in state.rows]
+    if unread and not _read_rows(conn, mirror, state, unread):
+        return None
+    rows = []
+    for fid in fact_ids:
+        row = state.rows[base | fid]
+        if row is not None:
+            rows.append((fid, *row))
+    total_rows, *columns = _varints(averages)
+    return ScopeKeywords(conn, state.frequency, rows, total_rows, sum(columns) / total_rows)
+
+
+def _read_rows(conn: Any, mirror: KeywordMirror, state: _KeywordState, rowids: list[int]) -> bool:
+    """Read these keyword rows into `state` (False: one is not ASCII)."""
+    read = dict(
+        conn.execute(
+            "SELECT rowid, body FROM fact_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(rowids),),
+        ).fetchall()
+    )
+    if not all(body.isascii() for body in read.values()):
+        return False
+    known = mirror.known
+    for rowid in rowids:
+        body = read.get(rowid)
+        if body is None:
+            state.rows[rowid] = None  # no keyword row
+            continue
+        row = known.get(rowid)
+        if row is None or row[0] != body:
+            tokens = _ASCII_TOKEN.findall(body.lower())
+            row = known[rowid] = (body, dict(collections.Counter(tokens)), len(tokens))
+        state.rows[rowid] = (row[1], row[2])
+    return True
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints (big-endian, 7 bits a byte, the 9th byte whole) of an FTS5
+    record."""
+    values, i = [], 0
+    while i < len(blob):
+        value = 0
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values

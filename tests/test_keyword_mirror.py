@@ -49,7 +49,7 @@ def check_every_user(store: SGAMStore, mirror: reads.KeywordMirror, words: list[
             if local is None or tokens is None:
                 continue
             in_process += 1
-            assert local.scores(tokens) == fts_scores(conn, terms, user, ids), (user, terms)
+            assert local.scores(conn, tokens) == fts_scores(conn, terms, user, ids), (user, terms)
             for term, token in zip(terms, tokens, strict=True):
                 assert local.holding(token) == len(fts_scores(conn, [term], user, ids))
     return in_process
@@ -90,7 +90,8 @@ def test_rows_other_than_ascii_are_left_to_fts5() -> None:
             assert reads.scope_keywords(conn, mirror, "u0", scopes["u0"]) is None
             local = reads.scope_keywords(conn, mirror, "u1", scopes["u1"])
             assert local is not None and local.tokens(["café"]) is None
-            assert local.scores(["coffee"]) == fts_scores(conn, ["coffee"], "u1", scopes["u1"])
+            want = fts_scores(conn, ["coffee"], "u1", scopes["u1"])
+            assert local.scores(conn, ["coffee"]) == want
 
 
 def test_a_new_language_is_noticed() -> None:

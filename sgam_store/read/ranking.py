@@ -449,7 +449,7 @@ class ScopeScorer:
         local = self.local
         tokens = local.tokens(terms) if local is not None else None
         if local is not None and tokens is not None:
-            return local.scores(tokens)
+            return local.scores(self.conn, tokens)
         query = self.engine.reads.keyword_query(self.conn, terms, self.tenant)
         return self.engine.reads.keyword_scores(self.conn, query, self.fact_ids) if query else []
 

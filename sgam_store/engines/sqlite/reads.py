@@ -510,12 +510,17 @@ class KeywordMirror:
 class _KeywordState:
     """The mirror for one state of the keyword index (`key`)."""
 
-    __slots__ = ("frequency", "key", "rows")
+    __slots__ = ("average_length", "frequency", "key", "rows", "scopes", "total_rows")
 
     def __init__(self, key: tuple[Any, ...] | None) -> None:
         self.key = key
         self.frequency: dict[str, int] = {}  # token -> keyword rows holding it
         self.rows: dict[int, tuple[dict[str, int], int] | None] = {}  # rowid -> read row
+        self.scopes: dict[tuple[int, ...], ScopeKeywords] = {}  # by the scope's fact ids
+        self.total_rows, self.average_length = 0, 0.0
+        if key is not None:
+            self.total_rows, *columns = _varints(key[0])
+            self.average_length = sum(columns) / self.total_rows
 
 
 def keyword_mirror() -> KeywordMirror:
@@ -523,16 +528,19 @@ def keyword_mirror() -> KeywordMirror:
     return KeywordMirror()
 
 
-@dataclass
 class ScopeKeywords:
-    """A small scope's keyword rows with the index's statistics, scored as FTS5's bm25()
-    scores them (`keyword_scores`): the same hits, scores and order."""
+    """A small scope's keyword rows in one state of the index, scored as FTS5's bm25()
+    scores them (`keyword_scores`): the same hits, scores and order. Kept by the state,
+    so a scope searched again costs its statistics statement alone."""
 
-    conn: Any
-    frequency: dict[str, int]  # the state's document frequencies, filled as asked
-    rows: list[tuple[int, dict[str, int], int]]  # (fact_id, token counts, length)
-    total_rows: int
-    average_length: float
+    __slots__ = ("counts", "fact_ids", "lengths", "postings", "state")
+
+    def __init__(self, state: _KeywordState, rows: list[tuple[int, dict[str, int], int]]) -> None:
+        self.state = state
+        self.fact_ids = [fid for fid, _, _ in rows]
+        self.counts = [counts for _, counts, _ in rows]
+        self.lengths = [length for _, _, length in rows]
+        self.postings: dict[str, list[int]] = {}  # token -> positions of rows holding it
 
     @staticmethod
     def tokens(terms: list[str]) -> list[str] | None:
@@ -541,37 +549,53 @@ class ScopeKeywords:
         found = [_ASCII_TOKEN.findall(t.lower()) if t.isascii() else [] for t in terms]
         return None if any(len(f) != 1 for f in found) else [f[0] for f in found]
 
+    def _holding(self, token: str) -> list[int]:
+        found = self.postings.get(token)
+        if found is None:
+            found = self.postings[token] = [
+                i for i, counts in enumerate(self.counts) if token in counts
+            ]
+        return found
+
     def holding(self, token: str) -> int:
         """How many of the scope's rows hold `token` (`scope_frequency`'s count)."""
-        return sum(token in counts for _, counts, _ in self.rows)
+        return len(self._holding(token))
 
-    def scores(self, tokens: list[str]) -> Hits:
+    def scores(self, conn: Any, tokens: list[str]) -> Hits:
         """(fact_id, score) of the scope's rows holding any of `tokens`, best first, as
         `keyword_scores` gives them for the same terms: fts5_aux.c's bm25, operation
-        for operation, so the doubles are equal too."""
-        if not tokens:
+        for operation, so the doubles are equal too. `conn` counts the rows holding a
+        token the state has not counted yet."""
+        matched = set()
+        for token in tokens:
+            matched.update(self._holding(token))
+        if not matched:
             return []
-        frequency = self.frequency
+        state = self.state
+        frequency = state.frequency
         for token in tokens:
             if token not in frequency:
-                frequency[token] = keyword_frequency(self.conn, token)
-        n, avgdl = self.total_rows, self.average_length
+                frequency[token] = keyword_frequency(conn, token)
+        n, avgdl = state.total_rows, state.average_length
         idf = []
         for token in tokens:
             value = math.log((n - frequency[token] + 0.5) / (frequency[token] + 0.5))
             idf.append(value if value > 0.0 else 1e-6)
         k1, b = BM25_K1, BM25_B
         found = []
-        for fact_id, counts, length in self.rows:
-            if not any(t in counts for t in tokens):
-                continue
+        for i in matched:
+            counts, length = self.counts[i], self.lengths[i]
             score = 0.0
             for token, weight in zip(tokens, idf, strict=True):
                 freq = float(counts.get(token, 0))
                 score += weight * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
-            found.append((-1.0 * score, fact_id))
+            found.append((-1.0 * score, self.fact_ids[i]))
         found.sort()
         return [(fact_id, -bm / (1.0 - bm)) for bm, fact_id in found]
+
+
+# Scopes a state of the keyword mirror keeps (`ScopeKeywords`) before it starts over.
+KEYWORD_SCOPES = 1024
 
 
 def scope_keywords(
@@ -589,17 +613,22 @@ def scope_keywords(
         state = mirror.state = _KeywordState(key)
         if len(mirror.known) > KEYWORD_MIRROR_ROWS:
             mirror.known = {}
-    base = slot << FACT_BITS
-    unread = [base | fid for fid in fact_ids if base | fid not in state.rows]
-    if unread and not _read_rows(conn, mirror, state, unread):
-        return None
-    rows = []
-    for fid in fact_ids:
-        row = state.rows[base | fid]
-        if row is not None:
-            rows.append((fid, *row))
-    total_rows, *columns = _varints(averages)
-    return ScopeKeywords(conn, state.frequency, rows, total_rows, sum(columns) / total_rows)
+    scope = tuple(fact_ids)
+    found = state.scopes.get(scope)
+    if found is None:
+        base = slot << FACT_BITS
+        unread = [base | fid for fid in fact_ids if base | fid not in state.rows]
+        if unread and not _read_rows(conn, mirror, state, unread):
+            return None
+        rows = []
+        for fid in fact_ids:
+            row = state.rows[base | fid]
+            if row is not None:
+                rows.append((fid, *row))
+        if len(state.scopes) >= KEYWORD_SCOPES:
+            state.scopes.clear()
+        found = state.scopes[scope] = ScopeKeywords(state, rows)
+    return found
 
 
 def _read_rows(conn: Any, mirror: KeywordMirror, state: _KeywordState, rowids: list[int]) -> bool:

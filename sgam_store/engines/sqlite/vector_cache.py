@@ -184,17 +184,14 @@ class _Where:
 
     def find(self, fact_ids: list[int]) -> list[tuple[int, int, int, int]]:
         """(fact id, block number, first row, row count) of each fact held."""
+        return list(zip(*(column.tolist() for column in self.located(fact_ids)), strict=True))
+
+    def located(self, fact_ids: list[int]) -> tuple[np.ndarray, ...]:
+        """`find` as four arrays: fact ids, block numbers, first rows, row counts."""
         ids = np.asarray(fact_ids, dtype=np.int64)
         ids = ids[(ids >= 0) & (ids < len(self.block))]
         held = ids[self.block[ids] >= 0]
-        found = zip(
-            held.tolist(),
-            self.block[held].tolist(),
-            self.first[held].tolist(),
-            self.count[held].tolist(),
-            strict=True,
-        )
-        return list(found)
+        return held, self.block[held], self.first[held], self.count[held]
 
     def place(self, number: int, fact_ids: np.ndarray, start: int) -> None:
         """Record `fact_ids`, rows `start`, `start + 1`, ... of block `number`."""
@@ -655,21 +652,25 @@ class VectorCache:
     def cosines(
         self, query: np.ndarray, fact_ids: list[int], exact: _ExactRows | None
     ) -> dict[int, float]:
-        """`similarities` for a unit query, from `exact`'s rows when given (int8)."""
-        rows: dict[int, tuple[list[int], list[int]]] = {}  # block -> (positions, fact ids)
-        for fact_id, number, first, count in self.where.find(fact_ids):
-            positions, owners = rows.setdefault(number, ([], []))
-            positions.extend(range(first, first + count))
-            owners.extend([fact_id] * count)
+        """`similarities` for a unit query, from `exact`'s rows when given (int8).
+
+        In arrays, not per fact: a small scope's hundred facts cost 0.1 ms as a Python
+        loop, most of a per-user search's cosines."""
+        held, numbers, firsts, counts = self.where.located(fact_ids)
         out: dict[int, float] = {}
-        for number, (positions, owners) in rows.items():
+        for number in np.unique(numbers).tolist():  # one block a tenant: usually one
+            mine = numbers == number
+            first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
+            starts = np.cumsum(count) - count  # where each fact's rows begin in `sims`
+            positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
             block = self.numbered[number]
             if exact is not None and block.slots is not None:
                 vectors = exact.read(block.slots[positions])
             else:
                 vectors = block.matrix[positions]
-            for fact_id, sim in zip(owners, _dot(vectors, query).tolist(), strict=True):
-                out[fact_id] = max(sim, out.get(fact_id, -np.inf))
+            sims = _dot(vectors, query)
+            best = sims if len(sims) == len(first) else np.maximum.reduceat(sims, starts)
+            out.update(zip(held[mine].tolist(), best.tolist(), strict=True))
         return out
 
     def scan(self, blob: bytes, tenant: str | None) -> Scan:

@@ -160,3 +160,39 @@ def test_inside_a_write_the_scope_is_read_again() -> None:
             return before, after
 
         assert engine.transaction(body) == (1, 0)
+
+
+def test_a_remembered_listing_drops_what_expired(monkeypatch: Any) -> None:
+    """A filtered list read twice (the second from the connection's memory) is the same
+    page as the rule gives, before and after half its rows expire: a page that needs rows
+    past what was remembered is read again."""
+    with fresh_store(tenant_at=1) as store:
+        keys = []  # newest last
+        for i in range(60):
+            ttl = 1.0 if i % 3 else None  # two in three expire
+            kind = "fact" if i % 2 else "event"
+            store.put(
+                ("memories", "u0"), f"k{i:02d}", {"text": f"memory {i}", "kind": kind}, ttl=ttl
+            )
+            keys.append((f"k{i:02d}", kind, ttl is not None))
+        newest_first = keys[::-1]
+
+        def page(offset: int, limit: int, expired: bool) -> list[str]:
+            live = [
+                k for k, kind, short in newest_first if kind == "fact" and not (expired and short)
+            ]
+            return live[offset : offset + limit]
+
+        def listed(offset: int, limit: int) -> list[str]:
+            items = store.search(
+                ("memories", "u0"), filter={"kind": "fact"}, limit=limit, offset=offset
+            )
+            return [i.key for i in items]
+
+        pages = [(0, 10), (5, 10), (0, 3), (20, 10), (0, 100)]
+        for offset, limit in pages * 2:
+            assert listed(offset, limit) == page(offset, limit, expired=False)
+        later = clock.utc_now().replace(clock.utc_now()[:4], str(int(clock.utc_now()[:4]) + 1))
+        monkeypatch.setattr(clock, "utc_now", lambda: later)
+        for offset, limit in pages * 2:
+            assert listed(offset, limit) == page(offset, limit, expired=True), (offset, limit)

@@ -13,7 +13,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,18 +121,61 @@ def listing(
     limit: int,
     offset: int,
 ) -> list[FactRow]:
-    """A page of the versions visible in the search scope, newest belief first."""
+    """A page of the versions visible in the search scope, newest belief first.
+
+    A tenant's current page is remembered by the connection while nothing changed
+    (`_remembered`), read a little deeper than asked and whatever the rows' expiry, which
+    alone is checked again per call."""
+    want = offset + limit
+    if at is None and known_at is None and tenant is not None and want <= LISTING_REMEMBERED:
+        rows = _current_listing(conn, tenant, prefix, filter, want)
+        if rows is not None:
+            return rows[offset:want]
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     # A tenant's current listing walks facts_current_recent and stops at its page. Named,
     # because the change feed's facts_changes (tenant_id, known_from) looks as good to a
     # planner without statistics, and it walks every version, retired ones included.
     hint = " INDEXED BY facts_current_recent" if tenant and at is None and known_at is None else ""
-    rows = conn.execute(
+    found = conn.execute(
         f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
         "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
         (*params, limit, offset),
     ).fetchall()
-    return [FactRow._make(row) for row in rows]
+    return [FactRow._make(row) for row in found]
+
+
+# Deepest page (offset + limit) a connection remembers, and how many rows past it are
+# read, so that a row expiring later still leaves the page whole.
+LISTING_REMEMBERED = 100
+LISTING_SPARE = 16
+
+
+def _current_listing(
+    conn: Any, tenant: str, prefix: Sequence[str], filter: dict[str, Any] | None, want: int
+) -> list[FactRow] | None:
+    """The first `want` unexpired rows of a tenant's current listing (fewer: all there
+    are), from the connection's memory; None when it cannot say (no memory, or rows
+    expired since it read them and more may lie past what it read)."""
+    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
+    flt_sql, flt_params = filter_sql(filter)
+    depth = want + LISTING_SPARE
+
+    def read() -> list[FactRow]:
+        found = conn.execute(
+            f"SELECT {F_COLUMNS} FROM facts f INDEXED BY facts_current_recent "
+            f"WHERE {current_sql('f')} AND f.tenant_id = ? AND {ns_sql} AND {flt_sql} "
+            "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ?",
+            (tenant, *ns_params, *flt_params, depth),
+        ).fetchall()
+        return [FactRow._make(row) for row in found]
+
+    key = ("listing", tenant, ns_sql, flt_sql, *ns_params, *flt_params, depth)
+    rows = _remembered(conn, key, read)
+    if rows is None:
+        return None
+    now = clock.utc_now()
+    live = [r for r in rows if r.expires_at is None or r.expires_at > now]
+    return live if len(live) >= want or len(rows) < depth else None
 
 
 def admitted(
@@ -185,19 +228,42 @@ def in_scope(
     return {fid: row for fid, row, expires in members if expires is None or expires > now}
 
 
-# Scopes a connection remembers (`_scope_members`) before it starts over.
-SCOPES_REMEMBERED = 256
+# Reads a connection remembers (`_remembered`) before it starts over.
+REMEMBERED = 256
 
 
-class _Scopes:
-    """The current scopes a connection read, valid while its `data_version` (commits by
-    other connections) and `total_changes` (its own writes, committed or not) stay."""
+class _Memory:
+    """Current reads a connection made, valid while its `data_version` (commits by other
+    connections) and `total_changes` (its own writes, committed or not) stay."""
 
-    __slots__ = ("members", "version")
+    __slots__ = ("reads", "version")
 
     def __init__(self, version: tuple[int, int]) -> None:
         self.version = version
-        self.members: dict[Any, list[tuple[int, int, str | None]]] = {}
+        self.reads: dict[tuple[Any, ...], Any] = {}
+
+
+def _remembered(conn: Any, key: tuple[Any, ...], read: Callable[[], Any]) -> Any | None:
+    """`read()`'s answer as the connection last got it for `key`, when nothing changed
+    since; else read now and remembered. None when the connection keeps no memory (a
+    caller's connection of a class without attributes) or `key` cannot be hashed.
+
+    Only what a state of the file decides goes here: a current read whatever the rows'
+    expiry, which the callers check per call against the time."""
+    state = getattr(conn, "__dict__", None)
+    if state is None:
+        return None
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    memory = state.get("_sgam_memory")
+    if memory is None or memory.version != version or len(memory.reads) >= REMEMBERED:
+        memory = state["_sgam_memory"] = _Memory(version)
+    if key not in memory.reads:
+        memory.reads[key] = read()
+    return memory.reads[key]
 
 
 def _scope_members(
@@ -208,32 +274,21 @@ def _scope_members(
     limit: int,
 ) -> list[tuple[int, int, str | None]] | None:
     """(fact_id, row_id, expires_at) of the current facts of a tenant's scope, whatever
-    their expiry, from the connection's memory when nothing changed since it read them;
-    None when the connection keeps no memory or the scope holds `limit` facts or more
-    (the expiry might then cut the ones a LIMIT let through)."""
-    state = getattr(conn, "__dict__", None)
-    if state is None:
-        return None  # a caller's connection of a class without attributes
+    their expiry, from the connection's memory; None when it keeps none or the scope
+    holds `limit` facts or more (the expiry might then cut the ones a LIMIT let through)."""
     ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
     flt_sql, flt_params = filter_sql(filter)
-    key = (tenant, ns_sql, flt_sql, *ns_params, *flt_params)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-    scopes = state.get("_sgam_scopes")
-    if scopes is None or scopes.version != version or len(scopes.members) > SCOPES_REMEMBERED:
-        scopes = state["_sgam_scopes"] = _Scopes(version)
-    members = scopes.members.get(key)
-    if members is None:
-        members = conn.execute(
+
+    def read() -> list[tuple[int, int, str | None]]:
+        return conn.execute(
             "SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
             f"WHERE {current_sql('f')} AND f.tenant_id = ? AND {ns_sql} AND {flt_sql} LIMIT ?",
             (tenant, *ns_params, *flt_params, limit),
         ).fetchall()
-        scopes.members[key] = members
-    return members if len(members) < limit else None
+
+    key = ("scope", tenant, ns_sql, flt_sql, *ns_params, *flt_params, limit)
+    members = _remembered(conn, key, read)
+    return members if members is not None and len(members) < limit else None
 
 
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:

@@ -164,8 +164,7 @@ def test_inside_a_write_the_scope_is_read_again() -> None:
 
 def test_a_remembered_listing_drops_what_expired(monkeypatch: Any) -> None:
     """A filtered list read twice (the second from the connection's memory) is the same
-    page as the rule gives, before and after half its rows expire: a page that needs rows
-    past what was remembered is read again."""
+    page as the rule gives, before and after two in three of its rows expire."""
     with fresh_store(tenant_at=1) as store:
         keys = []  # newest last
         for i in range(60):

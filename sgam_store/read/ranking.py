@@ -400,7 +400,11 @@ class TermStats:
         self.rows_at_fill = 0
         self.frequency: dict[str, int] = {}
 
-    def common(self, engine: Any, conn: Any, terms: list[str]) -> set[str]:
+    def common(
+        self, engine: Any, conn: Any, terms: list[str], count: Callable[[str], int] | None = None
+    ) -> set[str]:
+        """Those of `terms` in more than COMMON_TERM_SHARE of the keyword rows; `count`
+        counts a term's rows where the caller already does (else `keyword_frequency`)."""
         # The highest row id counts every version ever written: an upper bound on keyword
         # rows (one per fact) that costs one index seek.
         rows = engine.reads.highest_row_id(conn)
@@ -412,7 +416,9 @@ class TermStats:
         frequency = self.frequency
         for term in terms:
             if term not in frequency:
-                frequency[term] = engine.reads.keyword_frequency(conn, term)
+                frequency[term] = (
+                    count(term) if count else engine.reads.keyword_frequency(conn, term)
+                )
         return {t for t in terms if frequency[t] > ceiling}
 
 
@@ -453,6 +459,16 @@ class ScopeScorer:
         query = self.engine.reads.keyword_query(self.conn, terms, self.tenant)
         return self.engine.reads.keyword_scores(self.conn, query, self.fact_ids) if query else []
 
+    def frequency(self, term: str) -> int:
+        """How many keyword rows of the whole index hold `term` (`keyword_frequency`):
+        the in-process scorer's count when it scores the term, so a term new to this
+        state of the index is counted once for the cut of common terms and for BM25."""
+        local = self.local
+        tokens = local.tokens([term]) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.frequency(self.conn, tokens[0])
+        return self.engine.reads.keyword_frequency(self.conn, term)
+
     def holding(self, term: str) -> int:
         """How many of the scope's facts hold `term` (`scope_frequency`)."""
         local = self.local
@@ -472,7 +488,8 @@ def scope_keyword_hits(
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
     cost) is only run when the matches exceed the ceiling. Same hits, same order."""
-    terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
+    terms = engine.reads.keyword_terms(conn, op.query or "")
+    terms = drop_common_terms(engine, conn, terms, stats, scorer.frequency)
     hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:
@@ -481,9 +498,16 @@ def scope_keyword_hits(
     return hits if kept == terms else scorer.scores(kept)
 
 
-def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:
-    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
-    common = stats.common(engine, conn, terms) if terms else set()
+def drop_common_terms(
+    engine: Any,
+    conn: Any,
+    terms: list[str],
+    stats: TermStats,
+    count: Callable[[str], int] | None = None,
+) -> list[str]:
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` as
+    `TermStats.common` takes it."""
+    common = stats.common(engine, conn, terms, count) if terms else set()
     return [t for t in terms if t not in common]
 
 

@@ -8,12 +8,12 @@ A read's scope arrives as plain pieces, first after the connection: `at` and `kn
 
 from __future__ import annotations
 
-import collections
 import functools
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,59 +123,28 @@ def listing(
 ) -> list[FactRow]:
     """A page of the versions visible in the search scope, newest belief first.
 
-    A tenant's current page is remembered by the connection while nothing changed
-    (`_remembered`), read a little deeper than asked and whatever the rows' expiry, which
-    alone is checked again per call."""
-    want = offset + limit
-    if at is None and known_at is None and tenant is not None and want <= LISTING_REMEMBERED:
-        rows = _current_listing(conn, tenant, prefix, filter, want)
-        if rows is not None:
-            return rows[offset:want]
+    A tenant's current first page is remembered by the connection while nothing changed
+    and none of its rows expired (`_remembered`)."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     # A tenant's current listing walks facts_current_recent and stops at its page. Named,
     # because the change feed's facts_changes (tenant_id, known_from) looks as good to a
     # planner without statistics, and it walks every version, retired ones included.
-    hint = " INDEXED BY facts_current_recent" if tenant and at is None and known_at is None else ""
-    found = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
-        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
-        (*params, limit, offset),
-    ).fetchall()
-    return [FactRow._make(row) for row in found]
+    current = tenant is not None and at is None and known_at is None
+    hint = " INDEXED BY facts_current_recent" if current else ""
 
-
-# Deepest page (offset + limit) a connection remembers, and how many rows past it are
-# read, so that a row expiring later still leaves the page whole.
-LISTING_REMEMBERED = 100
-LISTING_SPARE = 16
-
-
-def _current_listing(
-    conn: Any, tenant: str, prefix: Sequence[str], filter: dict[str, Any] | None, want: int
-) -> list[FactRow] | None:
-    """The first `want` unexpired rows of a tenant's current listing (fewer: all there
-    are), from the connection's memory; None when it cannot say (no memory, or rows
-    expired since it read them and more may lie past what it read)."""
-    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
-    flt_sql, flt_params = filter_sql(filter)
-    depth = want + LISTING_SPARE
-
-    def read() -> list[FactRow]:
+    def read() -> tuple[list[FactRow], str | None]:
         found = conn.execute(
-            f"SELECT {F_COLUMNS} FROM facts f INDEXED BY facts_current_recent "
-            f"WHERE {current_sql('f')} AND f.tenant_id = ? AND {ns_sql} AND {flt_sql} "
-            "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ?",
-            (tenant, *ns_params, *flt_params, depth),
+            f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
+            "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
         ).fetchall()
-        return [FactRow._make(row) for row in found]
+        rows = [FactRow._make(row) for row in found]
+        return rows, _first_expiry(r.expires_at for r in rows)
 
-    key = ("listing", tenant, ns_sql, flt_sql, *ns_params, *flt_params, depth)
-    rows = _remembered(conn, key, read)
-    if rows is None:
-        return None
-    now = clock.utc_now()
-    live = [r for r in rows if r.expires_at is None or r.expires_at > now]
-    return live if len(live) >= want or len(rows) < depth else None
+    if not current or offset:  # rows before an offset could expire unseen
+        return read()[0]
+    key = ("listing", where, *params[1:], limit)  # params[0]: now, checked apart
+    return _remembered(conn, key, read, params[0])
 
 
 def admitted(
@@ -210,22 +179,29 @@ def in_scope(
     limit: int,
 ) -> dict[int, int]:
     """{fact_id: row_id} of up to `limit` facts visible in the search scope: a small
-    scope, ranked whole instead of through the tenant's rankings.
+    scope, ranked whole instead of through the tenant's rankings. A current scope is
+    remembered by the connection while nothing changed and none of its facts expired
+    (`_remembered`)."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
 
-    A current scope of a tenant is remembered by the connection (`_scope_members`) while
-    nothing changed, with each member's expiry: only the expiry depends on the time, so
-    it alone is checked again per call."""
-    members = None
-    if at is None and known_at is None and tenant is not None:
-        members = _scope_members(conn, tenant, prefix, filter, limit)
-    if members is None:
-        where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    def read() -> tuple[dict[int, int], str | None]:
         rows = conn.execute(
-            f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT ?", (*params, limit)
+            f"SELECT f.fact_id, f.row_id, f.expires_at FROM facts f WHERE {where} LIMIT ?",
+            (*params, limit),
         ).fetchall()
-        return dict(rows)
-    now = clock.utc_now()
-    return {fid: row for fid, row, expires in members if expires is None or expires > now}
+        # A scope cut by the LIMIT is not kept: a fact past it could expire first.
+        until = params[0] if len(rows) >= limit else _first_expiry(e for _, _, e in rows)
+        return {fid: row for fid, row, _ in rows}, until
+
+    if at is not None or known_at is not None:
+        return read()[0]
+    key = ("scope", where, *params[1:], limit)  # params[0]: now, checked apart
+    return _remembered(conn, key, read, params[0])
+
+
+def _first_expiry(expiries: Iterable[str | None]) -> str | None:
+    """The earliest of these expiry instants (None: none expires)."""
+    return min((e for e in expiries if e is not None), default=None)
 
 
 # Reads a connection remembers (`_remembered`) before it starts over.
@@ -240,55 +216,34 @@ class _Memory:
 
     def __init__(self, version: tuple[int, int]) -> None:
         self.version = version
-        self.reads: dict[tuple[Any, ...], Any] = {}
+        self.reads: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
 
-def _remembered(conn: Any, key: tuple[Any, ...], read: Callable[[], Any]) -> Any | None:
-    """`read()`'s answer as the connection last got it for `key`, when nothing changed
-    since; else read now and remembered. None when the connection keeps no memory (a
-    caller's connection of a class without attributes) or `key` cannot be hashed.
+def _remembered(
+    conn: Any, key: tuple[Any, ...], read: Callable[[], tuple[Any, str | None]], now: str
+) -> Any:
+    """The answer of `read()` for a current read, as the connection last got it for `key`
+    when nothing was written since and `now` is before the expiry `read` gave with it
+    (the first of its rows to expire: until then no row leaves it, and none enters, an
+    expired row staying expired); else read now, and remembered.
 
-    Only what a state of the file decides goes here: a current read whatever the rows'
-    expiry, which the callers check per call against the time."""
+    Only what a state of the file and the clock decide is kept, so the answer is the
+    one the statement would give. A connection of a class without attributes (a
+    caller's) keeps nothing."""
     state = getattr(conn, "__dict__", None)
     if state is None:
-        return None
-    try:
-        hash(key)
-    except TypeError:
-        return None
+        return read()[0]
     version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
     memory = state.get("_sgam_memory")
     if memory is None or memory.version != version or len(memory.reads) >= REMEMBERED:
         memory = state["_sgam_memory"] = _Memory(version)
-    if key not in memory.reads:
-        memory.reads[key] = read()
-    return memory.reads[key]
-
-
-def _scope_members(
-    conn: Any,
-    tenant: str,
-    prefix: Sequence[str],
-    filter: dict[str, Any] | None,
-    limit: int,
-) -> list[tuple[int, int, str | None]] | None:
-    """(fact_id, row_id, expires_at) of the current facts of a tenant's scope, whatever
-    their expiry, from the connection's memory; None when it keeps none or the scope
-    holds `limit` facts or more (the expiry might then cut the ones a LIMIT let through)."""
-    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
-    flt_sql, flt_params = filter_sql(filter)
-
-    def read() -> list[tuple[int, int, str | None]]:
-        return conn.execute(
-            "SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
-            f"WHERE {current_sql('f')} AND f.tenant_id = ? AND {ns_sql} AND {flt_sql} LIMIT ?",
-            (tenant, *ns_params, *flt_params, limit),
-        ).fetchall()
-
-    key = ("scope", tenant, ns_sql, flt_sql, *ns_params, *flt_params, limit)
-    members = _remembered(conn, key, read)
-    return members if members is not None and len(members) < limit else None
+    try:
+        entry = memory.reads.get(key)
+    except TypeError:  # a filter value that cannot be hashed
+        return read()[0]
+    if entry is None or (entry[1] is not None and entry[1] <= now):
+        entry = memory.reads[key] = read()
+    return entry[0]
 
 
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
@@ -525,7 +480,8 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
 BM25_K1 = 1.2
 BM25_B = 0.75
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
-# Rows remembered before the mirror starts over: about 40 MB of token counts.
+# Keyword rows up to which the mirror holds every row's tokens (about 330 bytes a row);
+# a larger index is scored by FTS5 alone.
 KEYWORD_MIRROR_ROWS = 200_000
 
 # The keyword index's state in one statement: FTS5's averages record (rows and tokens
@@ -538,44 +494,57 @@ _KEYWORD_STATE = (
     "(SELECT slot FROM tenants WHERE tenant_id = ?)"
 )
 
+# A keyword row as the mirror holds it: its text as stored, its tokens as FTS5's
+# unicode61 splits ASCII text (" tok  tok  tok ": each between single spaces, two
+# between neighbours, so that counting " tok " counts every occurrence), and how many
+# tokens it has. None: text other than ASCII, whose tokens are FTS5's to say.
+_Row = tuple[str, str, int] | None
+
+
+def _mirror_row(body: str) -> _Row:
+    if not body.isascii():
+        return None
+    tokens = _ASCII_TOKEN.findall(body.lower())
+    return body, " " + "  ".join(tokens) + " ", len(tokens)
+
 
 class KeywordMirror:
-    """What scoring small scopes' keyword rows in process keeps between searches: the
-    index's statistics and rows' token counts, for one state of the index.
+    """Every keyword row's tokens, in process, so a small scope (one user's memories) is
+    scored without FTS5: its posting lists are global, and a MATCH confined to one
+    user's rowids still walks every user's postings of its terms, to count the rows
+    holding each (bm25's document frequency).
 
-    FTS5 posting lists are global: a MATCH confined to one user's rowids still walks
-    every user's postings of its terms, to count the rows holding each (bm25's document
-    frequency). Here the counts are taken once per state of the index and the scope's
-    rows are scored from their own tokens. Any write to the index replaces its structure
-    record, and with it the state: counts are then taken again and every row's text is
-    read again (its tokens reused when the text is unchanged), so nothing outlives the
-    rows it was computed from. A search holds the state it began with, so a search in
-    another thread that moves the mirror on changes nothing it reads.
+    Read whole at the first search, in that state of the index (`_KeywordState`: any
+    write to the index replaces its structure record); in a later state a scope's rows
+    are read again once, their tokens reused where the text is unchanged, so nothing
+    outlives the rows it was computed from. Document frequencies are counted once per
+    state. A search holds the state it began with: another thread moving the mirror on
+    changes nothing it reads, and the mirror changes under its lock only.
     """
 
-    __slots__ = ("known", "state")
+    __slots__ = ("known", "lock", "state")
 
     def __init__(self) -> None:
         self.state = _KeywordState(None)
-        # rowid -> (text, token counts, length) as last read, in any state: reused only
-        # for the same text
-        self.known: dict[int, tuple[str, dict[str, int], int]] = {}
+        self.known: dict[int, _Row] | None = None  # rowid -> row as last read, any state
+        self.lock = threading.Lock()
 
 
 class _KeywordState:
     """The mirror for one state of the keyword index (`key`)."""
 
-    __slots__ = ("average_length", "frequency", "key", "rows", "scopes", "total_rows")
+    __slots__ = ("average_length", "frequency", "key", "read", "scopes", "total_rows", "whole")
 
     def __init__(self, key: tuple[Any, ...] | None) -> None:
         self.key = key
         self.frequency: dict[str, int] = {}  # token -> keyword rows holding it
-        self.rows: dict[int, tuple[dict[str, int], int] | None] = {}  # rowid -> read row
+        self.whole = False  # every row was read in this state
+        self.read: set[int] = set()  # else: the rowids read in this state
         self.scopes: dict[tuple[int, ...], ScopeKeywords] = {}  # by the scope's fact ids
         self.total_rows, self.average_length = 0, 0.0
         if key is not None:
             self.total_rows, *columns = _varints(key[0])
-            self.average_length = sum(columns) / self.total_rows
+            self.average_length = sum(columns) / max(self.total_rows, 1)
 
 
 def keyword_mirror() -> KeywordMirror:
@@ -588,12 +557,12 @@ class ScopeKeywords:
     scores them (`keyword_scores`): the same hits, scores and order. Kept by the state,
     so a scope searched again costs its statistics statement alone."""
 
-    __slots__ = ("counts", "fact_ids", "lengths", "postings", "state")
+    __slots__ = ("fact_ids", "lengths", "postings", "state", "texts")
 
-    def __init__(self, state: _KeywordState, rows: list[tuple[int, dict[str, int], int]]) -> None:
+    def __init__(self, state: _KeywordState, rows: list[tuple[int, str, int]]) -> None:
         self.state = state
         self.fact_ids = [fid for fid, _, _ in rows]
-        self.counts = [counts for _, counts, _ in rows]
+        self.texts = [text for _, text, _ in rows]
         self.lengths = [length for _, _, length in rows]
         self.postings: dict[str, list[int]] = {}  # token -> positions of rows holding it
 
@@ -607,42 +576,46 @@ class ScopeKeywords:
     def _holding(self, token: str) -> list[int]:
         found = self.postings.get(token)
         if found is None:
-            found = self.postings[token] = [
-                i for i, counts in enumerate(self.counts) if token in counts
-            ]
+            spaced = f" {token} "
+            found = self.postings[token] = [i for i, t in enumerate(self.texts) if spaced in t]
         return found
 
     def holding(self, token: str) -> int:
         """How many of the scope's rows hold `token` (`scope_frequency`'s count)."""
         return len(self._holding(token))
 
+    def frequency(self, conn: Any, token: str) -> int:
+        """How many keyword rows of the whole index hold `token` (`keyword_frequency`),
+        counted once per state."""
+        counted = self.state.frequency
+        if token not in counted:
+            counted[token] = keyword_frequency(conn, token)
+        return counted[token]
+
     def scores(self, conn: Any, tokens: list[str]) -> Hits:
         """(fact_id, score) of the scope's rows holding any of `tokens`, best first, as
         `keyword_scores` gives them for the same terms: fts5_aux.c's bm25, operation
         for operation, so the doubles are equal too. `conn` counts the rows holding a
         token the state has not counted yet."""
-        matched = set()
+        matched: set[int] = set()
         for token in tokens:
             matched.update(self._holding(token))
         if not matched:
             return []
-        state = self.state
-        frequency = state.frequency
-        for token in tokens:
-            if token not in frequency:
-                frequency[token] = keyword_frequency(conn, token)
-        n, avgdl = state.total_rows, state.average_length
+        n, avgdl = self.state.total_rows, self.state.average_length
         idf = []
         for token in tokens:
-            value = math.log((n - frequency[token] + 0.5) / (frequency[token] + 0.5))
+            hits = self.frequency(conn, token)
+            value = math.log((n - hits + 0.5) / (hits + 0.5))
             idf.append(value if value > 0.0 else 1e-6)
         k1, b = BM25_K1, BM25_B
+        spaced = [f" {token} " for token in tokens]
         found = []
         for i in matched:
-            counts, length = self.counts[i], self.lengths[i]
+            text, length = self.texts[i], self.lengths[i]
             score = 0.0
-            for token, weight in zip(tokens, idf, strict=True):
-                freq = float(counts.get(token, 0))
+            for pattern, weight in zip(spaced, idf, strict=True):
+                freq = float(text.count(pattern))
                 score += weight * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
             found.append((-1.0 * score, self.fact_ids[i]))
         found.sort()
@@ -657,57 +630,73 @@ def scope_keywords(
     conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
 ) -> ScopeKeywords | None:
     """The keyword rows of `fact_ids` (all in `tenant`) for scoring in process; None when
-    FTS5 must score them: a row of text other than ASCII (its tokens are FTS5's to say),
-    or no keyword row in the tenant yet."""
+    FTS5 must score them: a row of text other than ASCII, an index larger than the
+    mirror holds, or no keyword row in the tenant yet."""
     averages, structure, language, slot = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
     if slot is None or averages is None:
         return None
     key = (averages, structure, language)
-    state = mirror.state
-    if state.key != key:
-        state = mirror.state = _KeywordState(key)
-        if len(mirror.known) > KEYWORD_MIRROR_ROWS:
-            mirror.known = {}
-    scope = tuple(fact_ids)
-    found = state.scopes.get(scope)
-    if found is None:
-        base = slot << FACT_BITS
-        unread = [base | fid for fid in fact_ids if base | fid not in state.rows]
-        if unread and not _read_rows(conn, mirror, state, unread):
+    with mirror.lock:
+        state = mirror.state
+        if state.key != key:
+            state = mirror.state = _KeywordState(key)
+        if state.total_rows > KEYWORD_MIRROR_ROWS:
+            mirror.known = None
             return None
-        rows = []
-        for fid in fact_ids:
-            row = state.rows[base | fid]
-            if row is not None:
-                rows.append((fid, *row))
-        if len(state.scopes) >= KEYWORD_SCOPES:
-            state.scopes.clear()
-        found = state.scopes[scope] = ScopeKeywords(state, rows)
-    return found
+        scope = tuple(fact_ids)
+        found = state.scopes.get(scope)
+        if found is None:
+            rows = _scope_rows(conn, mirror, state, slot << FACT_BITS, fact_ids)
+            if rows is None:
+                return None
+            if len(state.scopes) >= KEYWORD_SCOPES:
+                state.scopes.clear()
+            found = state.scopes[scope] = ScopeKeywords(state, rows)
+        return found
 
 
-def _read_rows(conn: Any, mirror: KeywordMirror, state: _KeywordState, rowids: list[int]) -> bool:
-    """Read these keyword rows into `state` (False: one is not ASCII)."""
+def _scope_rows(
+    conn: Any, mirror: KeywordMirror, state: _KeywordState, base: int, fact_ids: list[int]
+) -> list[tuple[int, str, int]] | None:
+    """(fact_id, tokens, length) of the scope's keyword rows in `state` (None: one is
+    not ASCII): the whole index read at the first search, a scope's rows after a write."""
+    known = mirror.known
+    if known is None or len(known) > 2 * KEYWORD_MIRROR_ROWS:
+        known = mirror.known = {}
+        rows = conn.execute("SELECT rowid, body FROM fact_fts").fetchall()
+        known.update((rowid, _mirror_row(body)) for rowid, body in rows)
+        state.whole = True
+    rowids = [base | fid for fid in fact_ids]
+    if not state.whole:
+        unread = [rowid for rowid in rowids if rowid not in state.read]
+        if unread:
+            _reread(conn, known, unread)
+            state.read.update(unread)
+    out = []
+    for fid, rowid in zip(fact_ids, rowids, strict=True):
+        if rowid not in known:
+            continue  # no keyword row
+        row = known[rowid]
+        if row is None:
+            return None
+        out.append((fid, row[1], row[2]))
+    return out
+
+
+def _reread(conn: Any, known: dict[int, _Row], rowids: list[int]) -> None:
+    """Read these keyword rows again, keeping the tokens of a row whose text is unchanged."""
     read = dict(
         conn.execute(
             "SELECT rowid, body FROM fact_fts WHERE rowid IN (SELECT value FROM json_each(?))",
             (json.dumps(rowids),),
         ).fetchall()
     )
-    if not all(body.isascii() for body in read.values()):
-        return False
-    known = mirror.known
     for rowid in rowids:
         body = read.get(rowid)
         if body is None:
-            state.rows[rowid] = None  # no keyword row
-            continue
-        row = known.get(rowid)
-        if row is None or row[0] != body:
-            tokens = _ASCII_TOKEN.findall(body.lower())
-            row = known[rowid] = (body, dict(collections.Counter(tokens)), len(tokens))
-        state.rows[rowid] = (row[1], row[2])
-    return True
+            known.pop(rowid, None)
+        elif (row := known.get(rowid)) is None or row[0] != body:
+            known[rowid] = _mirror_row(body)
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -49,6 +49,7 @@ def check_every_user(store: SGAMStore, mirror: reads.KeywordMirror, words: list[
             if local is None or tokens is None:
                 continue
             in_process += 1
+            assert local.terms(" ".join(words)) == terms  # in the language it read
             assert local.scores(conn, tokens) == fts_scores(conn, terms, user, ids), (user, terms)
             for term, token in zip(terms, tokens, strict=True):
                 assert local.holding(token) == len(fts_scores(conn, [term], user, ids))

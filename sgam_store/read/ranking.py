@@ -211,7 +211,7 @@ class Ranker:
             if hybrid:
                 hits = scope_keyword_hits(self._engine, conn, op, scorer, self._terms)
             else:
-                hits = scorer.scores(self._engine.reads.keyword_terms(conn, op.query or ""))
+                hits = scorer.scores(scorer.terms(op.query or ""))
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
             return keyword[:want], True
@@ -459,6 +459,12 @@ class ScopeScorer:
         query = self.engine.reads.keyword_query(self.conn, terms, self.tenant)
         return self.engine.reads.keyword_scores(self.conn, query, self.fact_ids) if query else []
 
+    def terms(self, text: str) -> list[str]:
+        """The engine's `keyword_terms` of `text` (the scorer's: the language it read)."""
+        if self.local is not None:
+            return self.local.terms(text)
+        return self.engine.reads.keyword_terms(self.conn, text)
+
     def frequency(self, term: str) -> int:
         """How many keyword rows of the whole index hold `term` (`keyword_frequency`):
         the in-process scorer's count when it scores the term, so a term new to this
@@ -488,8 +494,7 @@ def scope_keyword_hits(
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
     cost) is only run when the matches exceed the ceiling. Same hits, same order."""
-    terms = engine.reads.keyword_terms(conn, op.query or "")
-    terms = drop_common_terms(engine, conn, terms, stats, scorer.frequency)
+    terms = drop_common_terms(engine, conn, scorer.terms(op.query or ""), stats, scorer.frequency)
     hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:

@@ -566,6 +566,11 @@ class ScopeKeywords:
         self.lengths = [length for _, _, length in rows]
         self.postings: dict[str, list[int]] = {}  # token -> positions of rows holding it
 
+    def terms(self, text: str) -> list[str]:
+        """`keyword_terms` of a query, in the language the state read with the index."""
+        language = self.state.key[2] if self.state.key else None
+        return analysis.analyzer(language or analysis.LEGACY_LANGUAGE).query_terms(text)
+
     @staticmethod
     def tokens(terms: list[str]) -> list[str] | None:
         """The index token of each term; None when a term is not one ASCII token (a

@@ -657,21 +657,33 @@ class VectorCache:
         In arrays, not per fact: a small scope's hundred facts cost 0.1 ms as a Python
         loop, most of a per-user search's cosines."""
         held, numbers, firsts, counts = self.where.located(fact_ids)
+        if len(held) and numbers.min() == numbers.max() and counts.max() == 1:
+            # One tenant's facts, one field each (LangMem's "content"): no grouping
+            sims = self._block_dots(self.numbered[int(numbers[0])], firsts, query, exact)
+            return dict(zip(held.tolist(), sims.tolist(), strict=True))
         out: dict[int, float] = {}
         for number in np.unique(numbers).tolist():  # one block a tenant: usually one
             mine = numbers == number
             first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
             starts = np.cumsum(count) - count  # where each fact's rows begin in `sims`
             positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
-            block = self.numbered[number]
-            if exact is not None and block.slots is not None:
-                vectors = exact.read(block.slots[positions])
-            else:
-                vectors = block.matrix[positions]
-            sims = _dot(vectors, query)
+            sims = self._block_dots(self.numbered[number], positions, query, exact)
             best = sims if len(sims) == len(first) else np.maximum.reduceat(sims, starts)
             out.update(zip(held[mine].tolist(), best.tolist(), strict=True))
         return out
+
+    @staticmethod
+    def _block_dots(
+        block: _Block, positions: np.ndarray, query: np.ndarray, exact: _ExactRows | None
+    ) -> np.ndarray:
+        """The query's dot with the block's rows at `positions` (from `exact`, int8).
+        When they are most of the block (a user's whole scope), the block's rows are
+        multiplied in place and picked after: no copy of the rows."""
+        if exact is not None and block.slots is not None:
+            return _dot(exact.read(block.slots[positions]), query)
+        if 2 * len(positions) >= block.size and block.matrix.dtype == np.float32:
+            return _dot(block.matrix[: block.size], query)[positions]
+        return _dot(block.matrix[positions], query)
 
     def scan(self, blob: bytes, tenant: str | None) -> Scan:
         """Score the query against every live vector of `tenant` (or of all tenants)."""

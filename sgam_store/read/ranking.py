@@ -10,6 +10,7 @@ calls nothing here. Nothing here writes.
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -216,14 +217,17 @@ class Ranker:
         if query_vec is None:
             return keyword[:want], True
         cosine = self._cosines(conn, scope, ids, query_vec)
-        ranked = sorted(cosine.items(), key=lambda kv: (-kv[1], kv[0]))
+        # The page alone when it is all that is returned (sorted()[:n], as heapq says)
+        deep = contributed(depth, cfg) if hybrid else want
+        ranked = heapq.nsmallest(deep, cosine.items(), key=lambda kv: (-kv[1], kv[0]))
         vector = [(fid, sim, found[fid]) for fid, sim in ranked]
         if not hybrid:
             return vector, False
-        vector, keyword = vector[: contributed(depth, cfg)], keyword[:depth]
+        keyword = keyword[:depth]
         near = {fid for fid, _, _ in vector}
         extra = [(f, cosine[f], row) for f, _, row in keyword if f not in near and f in cosine]
-        vector = sorted(vector + extra, key=lambda t: -t[1])
+        if extra:  # else already in this order (a stable sort would keep it)
+            vector = sorted(vector + extra, key=lambda t: -t[1])
         return fuse(vector, keyword, cosine, cfg), not cosine
 
     def _cosines(

@@ -53,7 +53,9 @@ class Ranker:
         self._spec = spec
         self._cache = cache
         self._terms = TermStats()
-        # The engine's in-process keyword scorer of small scopes, if it has one (ScopeScorer)
+        # The engine's in-process keyword scorer of small scopes (ScopeScorer): an optional
+        # feature, as the vector mirror is; SQLite's statement set makes one, PostgreSQL's
+        # has none and its statements answer.
         mirror = getattr(engine.reads, "keyword_mirror", None)
         self._keywords = mirror() if mirror is not None else None
         self._pool: ThreadPoolExecutor | None = None  # see `_scan`
@@ -451,11 +453,10 @@ class ScopeScorer:
         self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
         self.tenant = search.tenant_of(engine, scope, op)
         in_process = mirror is not None and self.tenant is not None and fact_ids
-        self.local = (
-            engine.reads.scope_keywords(conn, mirror, self.tenant, fact_ids) if in_process else None
-        )
+        self.local = mirror.scope(conn, self.tenant, fact_ids) if in_process else None
 
     def scores(self, terms: list[str]) -> Hits:
+        """(fact_id, BM25 score) of the scope's facts matching any of `terms`, best first."""
         local = self.local
         tokens = local.tokens(terms) if local is not None else None
         if local is not None and tokens is not None:
@@ -480,7 +481,7 @@ class ScopeScorer:
         return self.engine.reads.keyword_frequency(self.conn, term)
 
     def holding(self, term: str) -> int:
-        """How many of the scope's facts hold `term` (`scope_frequency`)."""
+        """How many of the scope's facts hold `term` (the scope's common-term cut)."""
         local = self.local
         tokens = local.tokens([term]) if local is not None else None
         if local is not None and tokens is not None:

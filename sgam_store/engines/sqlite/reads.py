@@ -529,6 +529,11 @@ class KeywordMirror:
         self.known: dict[int, _Row] | None = None  # rowid -> row as last read, any state
         self.lock = threading.Lock()
 
+    def scope(self, conn: Any, tenant: str, fact_ids: list[int]) -> ScopeKeywords | None:
+        """`scope_keywords` of this mirror: what the read layer calls (an optional engine
+        feature, as the vector mirror is; an engine without one is asked by statements)."""
+        return scope_keywords(conn, self, tenant, fact_ids)
+
 
 class _KeywordState:
     """The mirror for one state of the keyword index (`key`)."""
@@ -586,7 +591,7 @@ class ScopeKeywords:
         return found
 
     def holding(self, token: str) -> int:
-        """How many of the scope's rows hold `token` (`scope_frequency`'s count)."""
+        """How many of the scope's rows hold `token` (the scope's common-term cut)."""
         return len(self._holding(token))
 
     def frequency(self, conn: Any, token: str) -> int:

@@ -114,6 +114,7 @@ class Workload:
     global_queries: list[str]
     subject_queries: list[tuple[str, str]]  # (user, query) under ("memories", user, "work")
     list_filters: list[tuple[str, str]]  # (user, kind)
+    get_refs: list[Ref]  # memories read back by key (BaseStore.get)
     memories: dict[Ref, dict[str, Any]]  # every memory after all writes, in write order
 
     def texts(self) -> list[str]:
@@ -161,8 +162,17 @@ def plan(size: int, samples: Samples, seed: int) -> Workload:
         for i in range(n)
     ]
     filters = [(rng.choice(users), rng.choice(KINDS)) for _ in range(n)]
+    gets = rng.sample(list(memories), 4 * n)
     return Workload(
-        size, load, singles, tenant_queries, global_queries, subject_queries, filters, memories
+        size,
+        load,
+        singles,
+        tenant_queries,
+        global_queries,
+        subject_queries,
+        filters,
+        gets,
+        memories,
     )
 
 
@@ -380,6 +390,11 @@ def phases(
         ),
     )
 
+    def get(store: BaseStore) -> Callable[[Ref], Item | None]:
+        return lambda ref: store.get(*ref)
+
+    record("get", round_robin({n: get(s) for n, s in stores.items()}, workload.get_refs, **budget))
+
 
 def score(workload: Workload, exact: Exact, results: dict[str, Any]) -> None:
     """recall@10 against exact cosine over the same scope, and the correctness checks."""
@@ -425,6 +440,12 @@ def score(workload: Workload, exact: Exact, results: dict[str, Any]) -> None:
         results["checks"].setdefault("filtered list", {})[name] = bad_pages(
             found, scopes, expected, kinds=kinds
         )
+    for name, items in outputs["get"].items():
+        wrong = sum(
+            it is None or it.value != w.memories[ref]
+            for ref, it in zip(w.get_refs, items, strict=False)
+        )
+        results["checks"].setdefault("get", {})[name] = {"missing or wrong value": wrong}
 
 
 # ---------------------------------------------------------------------- report
@@ -439,6 +460,7 @@ ROWS = [
     "subject-prefix search",
     "subject-prefix search" + VECTOR_ROW,
     "filtered list",
+    "get",
 ]
 
 

@@ -10,6 +10,7 @@ calls nothing here. Nothing here writes.
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,13 +46,18 @@ class Ranker:
     the store's may be replaced.
     """
 
-    __slots__ = ("_cache", "_engine", "_pool", "_pool_pid", "_spec", "_terms")
+    __slots__ = ("_cache", "_engine", "_keywords", "_pool", "_pool_pid", "_spec", "_terms")
 
     def __init__(self, engine: Any, spec: IndexSpec | None, cache: Any) -> None:
         self._engine = engine
         self._spec = spec
         self._cache = cache
         self._terms = TermStats()
+        # The engine's in-process keyword scorer of small scopes (ScopeScorer): an optional
+        # feature, as the vector mirror is; SQLite's statement set makes one, PostgreSQL's
+        # has none and its statements answer.
+        mirror = getattr(engine.reads, "keyword_mirror", None)
+        self._keywords = mirror() if mirror is not None else None
         self._pool: ThreadPoolExecutor | None = None  # see `_scan`
         self._pool_pid = 0
 
@@ -204,23 +210,26 @@ class Ranker:
         hybrid = query_vec is not None and cfg.mode == "hybrid"
         keyword: Ranked = []
         if query_vec is None or hybrid:
+            scorer = ScopeScorer(self._engine, conn, scope, op, ids, self._keywords)
             if hybrid:
-                hits = scope_keyword_hits(self._engine, conn, scope, op, ids, self._terms)
+                hits = scope_keyword_hits(self._engine, conn, op, scorer, self._terms)
             else:
-                match = keyword_match(self._engine, conn, scope, op, None)
-                hits = self._engine.reads.keyword_scores(conn, match, ids) if match else []
+                hits = scorer.scores(scorer.terms(op.query or ""))
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
             return keyword[:want], True
         cosine = self._cosines(conn, scope, ids, query_vec)
-        ranked = sorted(cosine.items(), key=lambda kv: (-kv[1], kv[0]))
+        # The page alone when it is all that is returned (sorted()[:n], as heapq says)
+        deep = contributed(depth, cfg) if hybrid else want
+        ranked = heapq.nsmallest(deep, cosine.items(), key=lambda kv: (-kv[1], kv[0]))
         vector = [(fid, sim, found[fid]) for fid, sim in ranked]
         if not hybrid:
             return vector, False
-        vector, keyword = vector[: contributed(depth, cfg)], keyword[:depth]
+        keyword = keyword[:depth]
         near = {fid for fid, _, _ in vector}
         extra = [(f, cosine[f], row) for f, _, row in keyword if f not in near and f in cosine]
-        vector = sorted(vector + extra, key=lambda t: -t[1])
+        if extra:  # else already in this order (a stable sort would keep it)
+            vector = sorted(vector + extra, key=lambda t: -t[1])
         return fuse(vector, keyword, cosine, cfg), not cosine
 
     def _cosines(
@@ -397,7 +406,11 @@ class TermStats:
         self.rows_at_fill = 0
         self.frequency: dict[str, int] = {}
 
-    def common(self, engine: Any, conn: Any, terms: list[str]) -> set[str]:
+    def common(
+        self, engine: Any, conn: Any, terms: list[str], count: Callable[[str], int] | None = None
+    ) -> set[str]:
+        """Those of `terms` in more than COMMON_TERM_SHARE of the keyword rows; `count`
+        counts a term's rows where the caller already does (else `keyword_frequency`)."""
         # The highest row id counts every version ever written: an upper bound on keyword
         # rows (one per fact) that costs one index seek.
         rows = engine.reads.highest_row_id(conn)
@@ -409,7 +422,9 @@ class TermStats:
         frequency = self.frequency
         for term in terms:
             if term not in frequency:
-                frequency[term] = engine.reads.keyword_frequency(conn, term)
+                frequency[term] = (
+                    count(term) if count else engine.reads.keyword_frequency(conn, term)
+                )
         return {t for t in terms if frequency[t] > ceiling}
 
 
@@ -423,41 +438,86 @@ SCOPE_COMMON_SHARE = 0.25
 SCOPE_COMMON_MIN_ROWS = 32
 
 
-def scope_frequency(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, term: str, fact_ids: list[int]
-) -> int:
-    """How many of `fact_ids` hold `term`."""
-    query = engine.reads.keyword_query(conn, [term], search.tenant_of(engine, scope, op))
-    return len(engine.reads.keyword_scores(conn, query, fact_ids)) if query else 0
+class ScopeScorer:
+    """`keyword_scores` of a small scope's facts, and how many of them hold a term.
+
+    Where the engine scores a scope's own keyword rows in process (SQLite's
+    `scope_keywords`: FTS5 walks every tenant's postings of a term to weigh it, one user's
+    search included) those answer, with the same hits, scores and order; else, and for
+    terms it leaves to the index, the engine's keyword statements do.
+    """
+
+    def __init__(
+        self, engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], mirror: Any
+    ) -> None:
+        self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
+        self.tenant = search.tenant_of(engine, scope, op)
+        in_process = mirror is not None and self.tenant is not None and fact_ids
+        self.local = mirror.scope(conn, self.tenant, fact_ids) if in_process else None
+
+    def scores(self, terms: list[str]) -> Hits:
+        """(fact_id, BM25 score) of the scope's facts matching any of `terms`, best first."""
+        local = self.local
+        tokens = local.tokens(terms) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.scores(self.conn, tokens)
+        query = self.engine.reads.keyword_query(self.conn, terms, self.tenant)
+        return self.engine.reads.keyword_scores(self.conn, query, self.fact_ids) if query else []
+
+    def terms(self, text: str) -> list[str]:
+        """The engine's `keyword_terms` of `text` (the scorer's: the language it read)."""
+        if self.local is not None:
+            return self.local.terms(text)
+        return self.engine.reads.keyword_terms(self.conn, text)
+
+    def frequency(self, term: str) -> int:
+        """How many keyword rows of the whole index hold `term` (`keyword_frequency`):
+        the in-process scorer's count when it scores the term, so a term new to this
+        state of the index is counted once for the cut of common terms and for BM25."""
+        local = self.local
+        tokens = local.tokens([term]) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.frequency(self.conn, tokens[0])
+        return self.engine.reads.keyword_frequency(self.conn, term)
+
+    def holding(self, term: str) -> int:
+        """How many of the scope's facts hold `term` (the scope's common-term cut)."""
+        local = self.local
+        tokens = local.tokens([term]) if local is not None else None
+        if local is not None and tokens is not None:
+            return local.holding(tokens[0])
+        return len(self.scores([term]))
 
 
 def scope_keyword_hits(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, fact_ids: list[int], stats: TermStats
+    engine: Any, conn: Any, op: SearchOp, scorer: ScopeScorer, stats: TermStats
 ) -> Hits:
-    """`keyword_scores` of the small scope `fact_ids` for hybrid search, terms common in
+    """`keyword_scores` of a small scope (`scorer`'s) for hybrid search, terms common in
     the store or in the scope dropped (see SCOPE_COMMON_SHARE).
 
     No term is in more of the scope's facts than match any of the terms, so when those
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
     cost) is only run when the matches exceed the ceiling. Same hits, same order."""
-    terms = drop_common_terms(engine, conn, engine.reads.keyword_terms(conn, op.query or ""), stats)
-    tenant = search.tenant_of(engine, scope, op)
-    query = engine.reads.keyword_query(conn, terms, tenant)
-    hits: Hits = engine.reads.keyword_scores(conn, query, fact_ids) if query else []
-    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(fact_ids))
+    terms = drop_common_terms(engine, conn, scorer.terms(op.query or ""), stats, scorer.frequency)
+    hits = scorer.scores(terms)
+    ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:
         return hits
-    kept = [t for t in terms if scope_frequency(engine, conn, scope, op, t, fact_ids) <= ceiling]
-    if kept == terms:
-        return hits
-    query = engine.reads.keyword_query(conn, kept, tenant)
-    return engine.reads.keyword_scores(conn, query, fact_ids) if query else []
+    kept = [t for t in terms if scorer.holding(t) <= ceiling]
+    return hits if kept == terms else scorer.scores(kept)
 
 
-def drop_common_terms(engine: Any, conn: Any, terms: list[str], stats: TermStats) -> list[str]:
-    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE)."""
-    common = stats.common(engine, conn, terms) if terms else set()
+def drop_common_terms(
+    engine: Any,
+    conn: Any,
+    terms: list[str],
+    stats: TermStats,
+    count: Callable[[str], int] | None = None,
+) -> list[str]:
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` as
+    `TermStats.common` takes it."""
+    common = stats.common(engine, conn, terms, count) if terms else set()
     return [t for t in terms if t not in common]
 
 

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - LangGraph's SDK requires it
+    _orjson = None  # type: ignore[assignment]
 
 from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.errors import ConfigurationError
@@ -127,19 +133,41 @@ class Scope:
 
 
 def to_item(r: FactRow, score: float | None = None, search: bool = False) -> Item:
-    """An Item from a stored version."""
+    """An Item from a stored version (every get, listing and search builds one per row,
+    so no more than one call a field)."""
     if schema_migration.REGISTRY:  # dual-read: newest registered shape
         value = schema_migration.present(r._asdict())[0]
     else:
-        value = json.loads(r.value)
-    kwargs = {
-        "namespace": namespaces.from_text(r.namespace),
-        "key": r.attribute,
-        "value": value,
-        "created_at": datetime.fromisoformat(r.created_at),
-        "updated_at": datetime.fromisoformat(r.valid_from),
-    }
-    return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
+        value = _loads(r.value)
+    namespace = namespaces.from_text(r.namespace)
+    created, updated = datetime.fromisoformat(r.created_at), datetime.fromisoformat(r.valid_from)
+    if search:
+        return SearchItem(
+            namespace=namespace,
+            key=r.attribute,
+            value=value,
+            created_at=created,
+            updated_at=updated,
+            score=score,
+        )
+    return Item(
+        value=value, key=r.attribute, namespace=namespace, created_at=created, updated_at=updated
+    )
+
+
+def _loads(text: str) -> Any:
+    """A stored value: orjson where it reads it as json does (LangGraph's SDK brings
+    orjson; ~5x faster), json for what orjson refuses (NaN, lone surrogates) and for any
+    run of 19 digits or more (orjson turns an integer past 64 bits into a float)."""
+    if _orjson is not None and not _LONG_DIGITS.search(text):
+        try:
+            return _orjson.loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
+
+
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def get(engine: Any, conn: Any, scope: Scope, namespace: tuple[str, ...], key: str) -> Item | None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -21,6 +24,7 @@ from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
+    FACT_BITS,
     FACT_MASK,
     KEYWORD_ROWIDS,
     slot_range,
@@ -95,18 +99,30 @@ def listing(
     limit: int,
     offset: int,
 ) -> list[FactRow]:
-    """A page of the versions visible in the search scope, newest belief first."""
+    """A page of the versions visible in the search scope, newest belief first.
+
+    A tenant's current first page is remembered by the connection while nothing changed
+    and none of its rows expired (`_remembered`)."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     # A tenant's current listing walks facts_current_recent and stops at its page. Named,
     # because the change feed's facts_changes (tenant_id, known_from) looks as good to a
     # planner without statistics, and it walks every version, retired ones included.
-    hint = " INDEXED BY facts_current_recent" if tenant and at is None and known_at is None else ""
-    rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
-        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
-        (*params, limit, offset),
-    ).fetchall()
-    return [FactRow._make(row) for row in rows]
+    current = tenant is not None and at is None and known_at is None
+    hint = " INDEXED BY facts_current_recent" if current else ""
+
+    def read() -> tuple[list[FactRow], str | None]:
+        found = conn.execute(
+            f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
+            "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        ).fetchall()
+        rows = [FactRow._make(row) for row in found]
+        return rows, _first_expiry(r.expires_at for r in rows)
+
+    if not current or offset:  # rows before an offset could expire unseen
+        return read()[0]
+    key = ("listing", where, *params[1:], limit)  # params[0]: now, checked apart
+    return _remembered(conn, key, read, params[0])
 
 
 def admitted(
@@ -141,12 +157,71 @@ def in_scope(
     limit: int,
 ) -> dict[int, int]:
     """{fact_id: row_id} of up to `limit` facts visible in the search scope: a small
-    scope, ranked whole instead of through the tenant's rankings."""
+    scope, ranked whole instead of through the tenant's rankings. A current scope is
+    remembered by the connection while nothing changed and none of its facts expired
+    (`_remembered`)."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
-    rows = conn.execute(
-        f"SELECT f.fact_id, f.row_id FROM facts f WHERE {where} LIMIT ?", (*params, limit)
-    ).fetchall()
-    return dict(rows)
+
+    def read() -> tuple[dict[int, int], str | None]:
+        rows = conn.execute(
+            f"SELECT f.fact_id, f.row_id, f.expires_at FROM facts f WHERE {where} LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        # A scope cut by the LIMIT is not kept: a fact past it could expire first.
+        until = params[0] if len(rows) >= limit else _first_expiry(e for _, _, e in rows)
+        return {fid: row for fid, row, _ in rows}, until
+
+    if at is not None or known_at is not None:
+        return read()[0]
+    key = ("scope", where, *params[1:], limit)  # params[0]: now, checked apart
+    return _remembered(conn, key, read, params[0])
+
+
+def _first_expiry(expiries: Iterable[str | None]) -> str | None:
+    """The earliest of these expiry instants (None: none expires)."""
+    return min((e for e in expiries if e is not None), default=None)
+
+
+# Reads a connection remembers (`_remembered`) before it starts over.
+REMEMBERED = 256
+
+
+class _Memory:
+    """Current reads a connection made, valid while its `data_version` (commits by other
+    connections) and `total_changes` (its own writes, committed or not) stay."""
+
+    __slots__ = ("reads", "version")
+
+    def __init__(self, version: tuple[int, int]) -> None:
+        self.version = version
+        self.reads: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
+
+
+def _remembered(
+    conn: Any, key: tuple[Any, ...], read: Callable[[], tuple[Any, str | None]], now: str
+) -> Any:
+    """The answer of `read()` for a current read, as the connection last got it for `key`
+    when nothing was written since and `now` is before the expiry `read` gave with it
+    (the first of its rows to expire: until then no row leaves it, and none enters, an
+    expired row staying expired); else read now, and remembered.
+
+    Only what a state of the file and the clock decide is kept, so the answer is the
+    one the statement would give. A connection of a class without attributes (a
+    caller's) keeps nothing."""
+    state = getattr(conn, "__dict__", None)
+    if state is None:
+        return read()[0]
+    version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    memory = state.get("_sgam_memory")
+    if memory is None or memory.version != version or len(memory.reads) >= REMEMBERED:
+        memory = state["_sgam_memory"] = _Memory(version)
+    try:
+        entry = memory.reads.get(key)
+    except TypeError:  # a filter value that cannot be hashed
+        return read()[0]
+    if entry is None or (entry[1] is not None and entry[1] <= now):
+        entry = memory.reads[key] = read()
+    return entry[0]
 
 
 def rows_by_id(conn: Any, row_ids: list[int]) -> dict[int, FactRow]:
@@ -362,3 +437,257 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     sql += " ORDER BY b LIMIT ?"
     found = conn.execute(sql, (query.match, *(query.rowids or ()), n)).fetchall()
     return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
+
+
+# ------------------------------------------------ keywords of a small scope, in process
+
+# FTS5's bm25() constants (fts5_aux.c); `scope_keywords` scores as it does.
+BM25_K1 = 1.2
+BM25_B = 0.75
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+# Keyword rows up to which the mirror holds every row's tokens (about 330 bytes a row);
+# a larger index is scored by FTS5 alone.
+KEYWORD_MIRROR_ROWS = 200_000
+
+# The keyword index's state in one statement: FTS5's averages record (rows and tokens
+# in all) and its structure record, which every write to the index replaces (a new
+# segment, a new write counter); the language the rows are analyzed in; the tenant's slot.
+_KEYWORD_STATE = (
+    "SELECT (SELECT block FROM fact_fts_data WHERE id = 1), "
+    "(SELECT block FROM fact_fts_data WHERE id = 10), "
+    "(SELECT value FROM sgam_meta WHERE key = 'language'), "
+    "(SELECT slot FROM tenants WHERE tenant_id = ?)"
+)
+
+# A keyword row as the mirror holds it: its text as stored, its tokens as FTS5's
+# unicode61 splits ASCII text (" tok  tok  tok ": each between single spaces, two
+# between neighbours, so that counting " tok " counts every occurrence), and how many
+# tokens it has. None: text other than ASCII, whose tokens are FTS5's to say.
+_Row = tuple[str, str, int] | None
+
+
+def _mirror_row(body: str) -> _Row:
+    if not body.isascii():
+        return None
+    tokens = _ASCII_TOKEN.findall(body.lower())
+    return body, " " + "  ".join(tokens) + " ", len(tokens)
+
+
+class KeywordMirror:
+    """Every keyword row's tokens, in process, so a small scope (one user's memories) is
+    scored without FTS5: its posting lists are global, and a MATCH confined to one
+    user's rowids still walks every user's postings of its terms, to count the rows
+    holding each (bm25's document frequency).
+
+    Read whole at the first search, in that state of the index (`_KeywordState`: any
+    write to the index replaces its structure record); in a later state a scope's rows
+    are read again once, their tokens reused where the text is unchanged, so nothing
+    outlives the rows it was computed from. Document frequencies are counted once per
+    state. A search holds the state it began with: another thread moving the mirror on
+    changes nothing it reads, and the mirror changes under its lock only.
+    """
+
+    __slots__ = ("known", "lock", "state")
+
+    def __init__(self) -> None:
+        self.state = _KeywordState(None)
+        self.known: dict[int, _Row] | None = None  # rowid -> row as last read, any state
+        self.lock = threading.Lock()
+
+    def scope(self, conn: Any, tenant: str, fact_ids: list[int]) -> ScopeKeywords | None:
+        """`scope_keywords` of this mirror: what the read layer calls (an optional engine
+        feature, as the vector mirror is; an engine without one is asked by statements)."""
+        return scope_keywords(conn, self, tenant, fact_ids)
+
+
+class _KeywordState:
+    """The mirror for one state of the keyword index (`key`)."""
+
+    __slots__ = ("average_length", "frequency", "key", "read", "scopes", "total_rows", "whole")
+
+    def __init__(self, key: tuple[Any, ...] | None) -> None:
+        self.key = key
+        self.frequency: dict[str, int] = {}  # token -> keyword rows holding it
+        self.whole = False  # every row was read in this state
+        self.read: set[int] = set()  # else: the rowids read in this state
+        self.scopes: dict[tuple[int, ...], ScopeKeywords] = {}  # by the scope's fact ids
+        self.total_rows, self.average_length = 0, 0.0
+        if key is not None:
+            self.total_rows, *columns = _varints(key[0])
+            self.average_length = sum(columns) / max(self.total_rows, 1)
+
+
+def keyword_mirror() -> KeywordMirror:
+    """A new, empty `KeywordMirror` (a ranker keeps one)."""
+    return KeywordMirror()
+
+
+class ScopeKeywords:
+    """A small scope's keyword rows in one state of the index, scored as FTS5's bm25()
+    scores them (`keyword_scores`): the same hits, scores and order. Kept by the state,
+    so a scope searched again costs its statistics statement alone."""
+
+    __slots__ = ("fact_ids", "lengths", "postings", "state", "texts")
+
+    def __init__(self, state: _KeywordState, rows: list[tuple[int, str, int]]) -> None:
+        self.state = state
+        self.fact_ids = [fid for fid, _, _ in rows]
+        self.texts = [text for _, text, _ in rows]
+        self.lengths = [length for _, _, length in rows]
+        self.postings: dict[str, list[int]] = {}  # token -> positions of rows holding it
+
+    def terms(self, text: str) -> list[str]:
+        """`keyword_terms` of a query, in the language the state read with the index."""
+        language = self.state.key[2] if self.state.key else None
+        return analysis.analyzer(language or analysis.LEGACY_LANGUAGE).query_terms(text)
+
+    @staticmethod
+    def tokens(terms: list[str]) -> list[str] | None:
+        """The index token of each term; None when a term is not one ASCII token (a
+        phrase, or text whose folding only FTS5 can vouch for): ask FTS5 then."""
+        found = [_ASCII_TOKEN.findall(t.lower()) if t.isascii() else [] for t in terms]
+        return None if any(len(f) != 1 for f in found) else [f[0] for f in found]
+
+    def _holding(self, token: str) -> list[int]:
+        found = self.postings.get(token)
+        if found is None:
+            spaced = f" {token} "
+            found = self.postings[token] = [i for i, t in enumerate(self.texts) if spaced in t]
+        return found
+
+    def holding(self, token: str) -> int:
+        """How many of the scope's rows hold `token` (the scope's common-term cut)."""
+        return len(self._holding(token))
+
+    def frequency(self, conn: Any, token: str) -> int:
+        """How many keyword rows of the whole index hold `token` (`keyword_frequency`),
+        counted once per state."""
+        counted = self.state.frequency
+        if token not in counted:
+            counted[token] = keyword_frequency(conn, token)
+        return counted[token]
+
+    def scores(self, conn: Any, tokens: list[str]) -> Hits:
+        """(fact_id, score) of the scope's rows holding any of `tokens`, best first, as
+        `keyword_scores` gives them for the same terms: fts5_aux.c's bm25, operation
+        for operation, so the doubles are equal too. `conn` counts the rows holding a
+        token the state has not counted yet."""
+        matched: set[int] = set()
+        for token in tokens:
+            matched.update(self._holding(token))
+        if not matched:
+            return []
+        n, avgdl = self.state.total_rows, self.state.average_length
+        idf = []
+        for token in tokens:
+            hits = self.frequency(conn, token)
+            value = math.log((n - hits + 0.5) / (hits + 0.5))
+            idf.append(value if value > 0.0 else 1e-6)
+        k1, b = BM25_K1, BM25_B
+        spaced = [f" {token} " for token in tokens]
+        found = []
+        for i in matched:
+            text, length = self.texts[i], self.lengths[i]
+            score = 0.0
+            for pattern, weight in zip(spaced, idf, strict=True):
+                freq = float(text.count(pattern))
+                score += weight * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
+            found.append((-1.0 * score, self.fact_ids[i]))
+        found.sort()
+        return [(fact_id, -bm / (1.0 - bm)) for bm, fact_id in found]
+
+
+# Scopes a state of the keyword mirror keeps (`ScopeKeywords`) before it starts over.
+KEYWORD_SCOPES = 1024
+
+
+def scope_keywords(
+    conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
+) -> ScopeKeywords | None:
+    """The keyword rows of `fact_ids` (all in `tenant`) for scoring in process; None when
+    FTS5 must score them: a row of text other than ASCII, an index larger than the
+    mirror holds, or no keyword row in the tenant yet."""
+    averages, structure, language, slot = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
+    if slot is None or averages is None:
+        return None
+    key = (averages, structure, language)
+    with mirror.lock:
+        state = mirror.state
+        if state.key != key:
+            state = mirror.state = _KeywordState(key)
+        if state.total_rows > KEYWORD_MIRROR_ROWS:
+            mirror.known = None
+            return None
+        scope = tuple(fact_ids)
+        found = state.scopes.get(scope)
+        if found is None:
+            rows = _scope_rows(conn, mirror, state, slot << FACT_BITS, fact_ids)
+            if rows is None:
+                return None
+            if len(state.scopes) >= KEYWORD_SCOPES:
+                state.scopes.clear()
+            found = state.scopes[scope] = ScopeKeywords(state, rows)
+        return found
+
+
+def _scope_rows(
+    conn: Any, mirror: KeywordMirror, state: _KeywordState, base: int, fact_ids: list[int]
+) -> list[tuple[int, str, int]] | None:
+    """(fact_id, tokens, length) of the scope's keyword rows in `state` (None: one is
+    not ASCII): the whole index read at the first search, a scope's rows after a write."""
+    known = mirror.known
+    if known is None or len(known) > 2 * KEYWORD_MIRROR_ROWS:
+        known = mirror.known = {}
+        rows = conn.execute("SELECT rowid, body FROM fact_fts").fetchall()
+        known.update((rowid, _mirror_row(body)) for rowid, body in rows)
+        state.whole = True
+    rowids = [base | fid for fid in fact_ids]
+    if not state.whole:
+        unread = [rowid for rowid in rowids if rowid not in state.read]
+        if unread:
+            _reread(conn, known, unread)
+            state.read.update(unread)
+    out = []
+    for fid, rowid in zip(fact_ids, rowids, strict=True):
+        if rowid not in known:
+            continue  # no keyword row
+        row = known[rowid]
+        if row is None:
+            return None
+        out.append((fid, row[1], row[2]))
+    return out
+
+
+def _reread(conn: Any, known: dict[int, _Row], rowids: list[int]) -> None:
+    """Read these keyword rows again, keeping the tokens of a row whose text is unchanged."""
+    read = dict(
+        conn.execute(
+            "SELECT rowid, body FROM fact_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(rowids),),
+        ).fetchall()
+    )
+    for rowid in rowids:
+        body = read.get(rowid)
+        if body is None:
+            known.pop(rowid, None)
+        elif (row := known.get(rowid)) is None or row[0] != body:
+            known[rowid] = _mirror_row(body)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints (big-endian, 7 bits a byte, the 9th byte whole) of an FTS5
+    record."""
+    values, i = [], 0
+    while i < len(blob):
+        value = 0
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values

@@ -184,17 +184,14 @@ class _Where:
 
     def find(self, fact_ids: list[int]) -> list[tuple[int, int, int, int]]:
         """(fact id, block number, first row, row count) of each fact held."""
+        return list(zip(*(column.tolist() for column in self.located(fact_ids)), strict=True))
+
+    def located(self, fact_ids: list[int]) -> tuple[np.ndarray, ...]:
+        """`find` as four arrays: fact ids, block numbers, first rows, row counts."""
         ids = np.asarray(fact_ids, dtype=np.int64)
         ids = ids[(ids >= 0) & (ids < len(self.block))]
         held = ids[self.block[ids] >= 0]
-        found = zip(
-            held.tolist(),
-            self.block[held].tolist(),
-            self.first[held].tolist(),
-            self.count[held].tolist(),
-            strict=True,
-        )
-        return list(found)
+        return held, self.block[held], self.first[held], self.count[held]
 
     def place(self, number: int, fact_ids: np.ndarray, start: int) -> None:
         """Record `fact_ids`, rows `start`, `start + 1`, ... of block `number`."""
@@ -655,22 +652,38 @@ class VectorCache:
     def cosines(
         self, query: np.ndarray, fact_ids: list[int], exact: _ExactRows | None
     ) -> dict[int, float]:
-        """`similarities` for a unit query, from `exact`'s rows when given (int8)."""
-        rows: dict[int, tuple[list[int], list[int]]] = {}  # block -> (positions, fact ids)
-        for fact_id, number, first, count in self.where.find(fact_ids):
-            positions, owners = rows.setdefault(number, ([], []))
-            positions.extend(range(first, first + count))
-            owners.extend([fact_id] * count)
+        """`similarities` for a unit query, from `exact`'s rows when given (int8).
+
+        In arrays, not per fact: a small scope's hundred facts cost 0.1 ms as a Python
+        loop, most of a per-user search's cosines."""
+        held, numbers, firsts, counts = self.where.located(fact_ids)
+        if len(held) and numbers.min() == numbers.max() and counts.max() == 1:
+            # One tenant's facts, one field each (LangMem's "content"): no grouping
+            sims = self._block_dots(self.numbered[int(numbers[0])], firsts, query, exact)
+            return dict(zip(held.tolist(), sims.tolist(), strict=True))
         out: dict[int, float] = {}
-        for number, (positions, owners) in rows.items():
-            block = self.numbered[number]
-            if exact is not None and block.slots is not None:
-                vectors = exact.read(block.slots[positions])
-            else:
-                vectors = block.matrix[positions]
-            for fact_id, sim in zip(owners, _dot(vectors, query).tolist(), strict=True):
-                out[fact_id] = max(sim, out.get(fact_id, -np.inf))
+        for number in np.unique(numbers).tolist():  # one block a tenant: usually one
+            mine = numbers == number
+            first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
+            starts = np.cumsum(count) - count  # where each fact's rows begin in `sims`
+            positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
+            sims = self._block_dots(self.numbered[number], positions, query, exact)
+            best = sims if len(sims) == len(first) else np.maximum.reduceat(sims, starts)
+            out.update(zip(held[mine].tolist(), best.tolist(), strict=True))
         return out
+
+    @staticmethod
+    def _block_dots(
+        block: _Block, positions: np.ndarray, query: np.ndarray, exact: _ExactRows | None
+    ) -> np.ndarray:
+        """The query's dot with the block's rows at `positions` (from `exact`, int8).
+        When they are most of the block (a user's whole scope), the block's rows are
+        multiplied in place and picked after: no copy of the rows."""
+        if exact is not None and block.slots is not None:
+            return _dot(exact.read(block.slots[positions]), query)
+        if 2 * len(positions) >= block.size and block.matrix.dtype == np.float32:
+            return _dot(block.matrix[: block.size], query)[positions]
+        return _dot(block.matrix[positions], query)
 
     def scan(self, blob: bytes, tenant: str | None) -> Scan:
         """Score the query against every live vector of `tenant` (or of all tenants)."""

@@ -8,10 +8,13 @@ the puts that arrive while a write transaction is in progress into the next one
 
     python benchmarks/bench_concurrent_puts.py              # 16 threads x 150, 64 tasks
     python benchmarks/bench_concurrent_puts.py --quick      # fewer rounds and puts
+    python benchmarks/bench_concurrent_puts.py --postgres   # SGAM on PostgreSQL too
 
 Each round runs every contender on a fresh file, in turn, alternating the order round
 by round; figures are medians. After each SGAM run, every put must be a version in its
-key's history (0 lost), or the benchmark stops.
+key's history (0 lost), or the benchmark stops. "SGAM 1 thread, batches of N" writes the
+same puts N to a transaction from one thread: what a group of N costs per put with no
+thread hand-overs, so the ceiling for N concurrent writers (each has one put in flight).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import aligned, environment
-from langgraph.store.base import BaseStore
+from harness import Databases, aligned, environment
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
@@ -81,22 +84,36 @@ async def in_tasks(store: BaseStore, work: list[list[Put]]) -> float:
     return time.perf_counter() - start
 
 
-def sgam_run(path: Path, work: list[list[Put]], mode: str) -> float:
-    """`mode`: "threads" (one per writer), "one" (every writer's puts in one thread),
-    or "tasks"; then checks that every put is a version of its key."""
-    store = SGAMStore(str(path))
+def sgam_run(target: str, work: list[list[Put]], mode: str) -> float:
+    """`mode`: "threads" (one per writer), "tasks" (one asyncio task per writer), or
+    "one" (every writer's puts in one thread); "batch" does the same in one thread in
+    batches of len(work) puts: what one transaction of that many costs, with no other
+    thread to hand over to, so the most a group of that size can give. Then checks
+    that every put is a version of its key."""
+    store = SGAMStore(target)
     store.setup()
     try:
         if mode == "threads":
             seconds = in_threads(store, work)
+        elif mode == "tasks":
+            seconds = asyncio.run(in_tasks(store, work))
         elif mode == "one":
             seconds = in_threads(store, [[put for puts in work for put in puts]])
         else:
-            seconds = asyncio.run(in_tasks(store, work))
+            seconds = in_batches(store, work)
         check_history(store, work)
     finally:
         store.close()
     return seconds
+
+
+def in_batches(store: BaseStore, work: list[list[Put]]) -> float:
+    """Seconds to write the n-th put of every writer as one batch, n after n."""
+    batches = [[PutOp(*puts[n]) for puts in work] for n in range(len(work[0]))]
+    start = time.perf_counter()
+    for ops in batches:
+        store.batch(ops)
+    return time.perf_counter() - start
 
 
 def check_history(store: SGAMStore, work: list[list[Put]]) -> None:
@@ -123,19 +140,40 @@ async def async_sqlite_store_run(path: Path, work: list[list[Put]]) -> float:
         return await in_tasks(store, work)
 
 
-def contenders(threads: int, tasks: int, puts: int) -> dict[str, Callable[[Path], float]]:
+def contenders(
+    threads: int, tasks: int, puts: int, pg: Databases | None
+) -> dict[str, Callable[[Path], float]]:
+    """Name -> run(a fresh file's path) -> seconds. The names say how many puts each
+    does: the thread work's, or the task work's (with "task" in the name)."""
     thread_work = [writer_puts(w, puts) for w in range(threads)]
     task_work = [writer_puts(w, puts) for w in range(tasks)]
-    return {
-        "SGAM 1 thread": lambda p: sgam_run(p, thread_work, "one"),
-        f"SGAM {threads} threads": lambda p: sgam_run(p, thread_work, "threads"),
+    runs: dict[str, Callable[[Path], float]] = {
+        "SGAM 1 thread": lambda p: sgam_run(str(p), thread_work, "one"),
+        f"SGAM {threads} threads": lambda p: sgam_run(str(p), thread_work, "threads"),
+        f"SGAM 1 thread, batches of {threads}": lambda p: sgam_run(str(p), thread_work, "batch"),
         f"SqliteStore {threads} threads": lambda p: sqlite_store_run(p, thread_work),
-        "SGAM 1 thread (task puts)": lambda p: sgam_run(p, task_work, "one"),
-        f"SGAM {tasks} tasks": lambda p: sgam_run(p, task_work, "tasks"),
+        "SGAM 1 thread (task puts)": lambda p: sgam_run(str(p), task_work, "one"),
+        f"SGAM {tasks} tasks": lambda p: sgam_run(str(p), task_work, "tasks"),
+        f"SGAM 1 thread, batches of {tasks} (task puts)": lambda p: sgam_run(
+            str(p), task_work, "batch"
+        ),
         f"AsyncSqliteStore {tasks} tasks": lambda p: asyncio.run(
             async_sqlite_store_run(p, task_work)
         ),
     }
+    if pg is not None:
+        runs |= {
+            "PostgreSQL: SGAM 1 thread": lambda _: sgam_run(pg.fresh(), thread_work, "one"),
+            f"PostgreSQL: SGAM {threads} threads": lambda _: sgam_run(
+                pg.fresh(), thread_work, "threads"
+            ),
+            f"PostgreSQL: SGAM {tasks} tasks": lambda _: sgam_run(pg.fresh(), task_work, "tasks"),
+        }
+    return runs
+
+
+def ratio(rate: dict[str, float], faster: str, slower: str) -> str:
+    return f"  {faster} / {slower}: {rate[faster] / rate[slower]:.2f}x"
 
 
 def main() -> None:
@@ -145,49 +183,61 @@ def main() -> None:
     p.add_argument("--puts", type=int, default=150, help="per thread or task")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="3 rounds of 60 puts per writer")
+    p.add_argument("--postgres", action="store_true", help="also SGAM on PostgreSQL")
+    p.add_argument("--pg-uri", help="a server for --postgres (default: an embedded one)")
     args = p.parse_args()
     if args.quick:
         args.rounds, args.puts = 3, 60
-    runs = contenders(args.threads, args.tasks, args.puts)
+    pg = Databases(args.pg_uri) if args.postgres else None
+    try:
+        seconds = measure(contenders(args.threads, args.tasks, args.puts, pg), args.rounds)
+    finally:
+        if pg is not None:
+            pg.close()
+    report(seconds, args)
+
+
+def measure(runs: dict[str, Callable[[Path], float]], rounds: int) -> dict[str, list[float]]:
+    """Every contender once per round on a fresh file, the order reversed every other
+    round."""
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
+        for r in range(rounds):
             for n, name in enumerate(names if r % 2 == 0 else names[::-1]):
                 seconds[name].append(runs[name](Path(tmp) / f"r{r}-{n}.db"))
-    threads_total = args.threads * args.puts
-    tasks_total = args.tasks * args.puts
-    rate = {
-        name: (tasks_total if "task" in name else threads_total) / statistics.median(times)
-        for name, times in seconds.items()
-    }
-    lines = [["contender", "puts", "puts/s (median)", "min s", "max s"]]
+    return seconds
+
+
+def report(seconds: dict[str, list[float]], args: argparse.Namespace) -> None:
+    t, k = args.threads, args.tasks
+    total = {name: (k if "task" in name else t) * args.puts for name in seconds}
+    rate = {name: total[name] / statistics.median(times) for name, times in seconds.items()}
+    lines = [["contender", "puts", "puts/s (median)", "us/put", "min s", "max s"]]
     for name, times in seconds.items():
-        total = tasks_total if "task" in name else threads_total
         lines.append(
-            [name, str(total), f"{rate[name]:,.0f}", f"{min(times):.2f}", f"{max(times):.2f}"]
+            [
+                name,
+                str(total[name]),
+                f"{rate[name]:,.0f}",
+                f"{1e6 / rate[name]:,.0f}",
+                f"{min(times):.2f}",
+                f"{max(times):.2f}",
+            ]
         )
     print(f"{args.rounds} alternating rounds; half of each writer's puts go to its own keys,")
     print(f"half to {SHARED_KEYS} shared keys; every SGAM put checked in history (0 lost)\n")
     print(aligned(lines))
-    t, k = args.threads, args.tasks
     print("\nratios (throughput):")
-    print(
-        f"  SGAM {t} threads / SGAM 1 thread:       "
-        f"{rate[f'SGAM {t} threads'] / rate['SGAM 1 thread']:.2f}x"
-    )
-    print(
-        f"  SGAM {t} threads / SqliteStore {t} threads: "
-        f"{rate[f'SGAM {t} threads'] / rate[f'SqliteStore {t} threads']:.2f}x"
-    )
-    print(
-        f"  SGAM {k} tasks / SGAM 1 thread:         "
-        f"{rate[f'SGAM {k} tasks'] / rate['SGAM 1 thread (task puts)']:.2f}x"
-    )
-    print(
-        f"  SGAM {k} tasks / AsyncSqliteStore {k} tasks: "
-        f"{rate[f'SGAM {k} tasks'] / rate[f'AsyncSqliteStore {k} tasks']:.2f}x"
-    )
+    print(ratio(rate, f"SGAM {t} threads", "SGAM 1 thread"))
+    print(ratio(rate, f"SGAM {t} threads", f"SqliteStore {t} threads"))
+    print(ratio(rate, f"SGAM 1 thread, batches of {t}", "SGAM 1 thread"))
+    print(ratio(rate, f"SGAM {k} tasks", "SGAM 1 thread (task puts)"))
+    print(ratio(rate, f"SGAM {k} tasks", f"AsyncSqliteStore {k} tasks"))
+    print(ratio(rate, f"SGAM 1 thread, batches of {k} (task puts)", "SGAM 1 thread (task puts)"))
+    if args.postgres:
+        print(ratio(rate, f"PostgreSQL: SGAM {t} threads", "PostgreSQL: SGAM 1 thread"))
+        print(ratio(rate, f"PostgreSQL: SGAM {k} tasks", "PostgreSQL: SGAM 1 thread"))
     print()
     for key, val in environment().items():
         print(f"{key}: {val}")

@@ -11,8 +11,11 @@ the puts that arrive while a write transaction is in progress into the next one
     python benchmarks/bench_concurrent_puts.py --postgres   # SGAM on PostgreSQL too
 
 Each round runs every contender on a fresh file, in turn, alternating the order round
-by round; figures are medians. After each SGAM run, every put must be a version in its
-key's history (0 lost), or the benchmark stops. "SGAM 1 thread, batches of N" writes the
+by round; figures are medians. LangGraph's stores run twice: on SQLite's default pragmas
+(rollback journal, `synchronous=FULL`, as `from_conn_string` opens them: an fsync per
+commit), and on SGAM's (WAL, `synchronous=NORMAL`, as in bench_store.py). After each
+SGAM run, every put must be a version in its key's history (0 lost), or the benchmark
+stops. "SGAM 1 thread, batches of N" writes the
 same puts N to a transaction from one thread: what a group of N costs per put with no
 thread hand-overs, so the ceiling for N concurrent writers (each has one put in flight).
 """
@@ -27,17 +30,28 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 from harness import Databases, aligned, environment
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from sgam_store import SGAMStore
+from sgam_store import SGAMStore, connect
 
 SHARED_KEYS = 32
+STOCK = "stock pragmas"  # what from_conn_string gives: an fsync per commit
+EQUAL = "SGAM's pragmas"
+# SGAM's pragmas (sgam_store.connect), given to AsyncSqliteStore's connection as well.
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = NORMAL",
+    f"PRAGMA mmap_size = {256 * 1024 * 1024}",
+    "PRAGMA busy_timeout = 5000",
+)
 Put = tuple[tuple[str, ...], str, dict[str, Any]]
 
 
@@ -128,14 +142,27 @@ def check_history(store: SGAMStore, work: list[list[Put]]) -> None:
             sys.exit(f"{ns}/{key}: {len(texts)} puts, history holds {len(found)}: lost puts")
 
 
-def sqlite_store_run(path: Path, work: list[list[Put]]) -> float:
-    with SqliteStore.from_conn_string(str(path)) as store:
+def sqlite_store_run(path: Path, work: list[list[Put]], stock: bool) -> float:
+    """`stock`: SqliteStore.from_conn_string's connection, SQLite's default pragmas
+    (rollback journal, synchronous=FULL: an fsync per commit); else SGAM's."""
+    if stock:
+        with SqliteStore.from_conn_string(str(path)) as store:
+            store.setup()
+            return in_threads(store, work)
+    conn = connect(str(path))
+    try:
+        store = SqliteStore(conn)
         store.setup()
         return in_threads(store, work)
+    finally:
+        conn.close()
 
 
-async def async_sqlite_store_run(path: Path, work: list[list[Put]]) -> float:
-    async with AsyncSqliteStore.from_conn_string(str(path)) as store:
+async def async_sqlite_store_run(path: Path, work: list[list[Put]], stock: bool) -> float:
+    async with aiosqlite.connect(str(path), isolation_level=None) as conn:
+        for pragma in () if stock else PRAGMAS:
+            await conn.execute(pragma)
+        store = AsyncSqliteStore(conn)
         await store.setup()
         return await in_tasks(store, work)
 
@@ -151,16 +178,23 @@ def contenders(
         "SGAM 1 thread": lambda p: sgam_run(str(p), thread_work, "one"),
         f"SGAM {threads} threads": lambda p: sgam_run(str(p), thread_work, "threads"),
         f"SGAM 1 thread, batches of {threads}": lambda p: sgam_run(str(p), thread_work, "batch"),
-        f"SqliteStore {threads} threads": lambda p: sqlite_store_run(p, thread_work),
+    }
+    for stock, label in ((True, STOCK), (False, EQUAL)):
+        runs[f"SqliteStore {threads} threads, {label}"] = partial(
+            sqlite_store_run, work=thread_work, stock=stock
+        )
+    runs |= {
         "SGAM 1 thread (task puts)": lambda p: sgam_run(str(p), task_work, "one"),
         f"SGAM {tasks} tasks": lambda p: sgam_run(str(p), task_work, "tasks"),
         f"SGAM 1 thread, batches of {tasks} (task puts)": lambda p: sgam_run(
             str(p), task_work, "batch"
         ),
-        f"AsyncSqliteStore {tasks} tasks": lambda p: asyncio.run(
-            async_sqlite_store_run(p, task_work)
-        ),
     }
+    for stock, label in ((True, STOCK), (False, EQUAL)):
+        runs[f"AsyncSqliteStore {tasks} tasks, {label}"] = partial(
+            lambda p, stock: asyncio.run(async_sqlite_store_run(p, task_work, stock)),
+            stock=stock,
+        )
     if pg is not None:
         runs |= {
             "PostgreSQL: SGAM 1 thread": lambda _: sgam_run(pg.fresh(), thread_work, "one"),
@@ -230,10 +264,12 @@ def report(seconds: dict[str, list[float]], args: argparse.Namespace) -> None:
     print(aligned(lines))
     print("\nratios (throughput):")
     print(ratio(rate, f"SGAM {t} threads", "SGAM 1 thread"))
-    print(ratio(rate, f"SGAM {t} threads", f"SqliteStore {t} threads"))
+    for label in (STOCK, EQUAL):
+        print(ratio(rate, f"SGAM {t} threads", f"SqliteStore {t} threads, {label}"))
     print(ratio(rate, f"SGAM 1 thread, batches of {t}", "SGAM 1 thread"))
     print(ratio(rate, f"SGAM {k} tasks", "SGAM 1 thread (task puts)"))
-    print(ratio(rate, f"SGAM {k} tasks", f"AsyncSqliteStore {k} tasks"))
+    for label in (STOCK, EQUAL):
+        print(ratio(rate, f"SGAM {k} tasks", f"AsyncSqliteStore {k} tasks, {label}"))
     print(ratio(rate, f"SGAM 1 thread, batches of {k} (task puts)", "SGAM 1 thread (task puts)"))
     if args.postgres:
         print(ratio(rate, f"PostgreSQL: SGAM {t} threads", "PostgreSQL: SGAM 1 thread"))

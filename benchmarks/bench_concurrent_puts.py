@@ -2,8 +2,8 @@
 thread doing the same puts, and against LangGraph's SqliteStore and AsyncSqliteStore.
 
 The workload of a LangGraph server's agent turns: every writer puts one memory at a
-time, half to keys of its own and half to 32 keys all writers share. SGAMStore groups
-the puts that arrive while a write transaction is in progress into the next one
+time, half to keys of its own and half to 32 keys all writers share. SGAMStore lets
+the puts that arrive while a write transaction is in progress share a commit
 (`sgam_store/write/group.py`); this prints what that buys.
 
     python benchmarks/bench_concurrent_puts.py              # 16 threads x 150, 64 tasks
@@ -15,9 +15,9 @@ by round; figures are medians. LangGraph's stores run twice: on SQLite's default
 (rollback journal, `synchronous=FULL`, as `from_conn_string` opens them: an fsync per
 commit), and on SGAM's (WAL, `synchronous=NORMAL`, as in bench_store.py). After each
 SGAM run, every put must be a version in its key's history (0 lost), or the benchmark
-stops. "SGAM 1 thread, batches of N" writes the
-same puts N to a transaction from one thread: what a group of N costs per put with no
-thread hand-overs, so the ceiling for N concurrent writers (each has one put in flight).
+stops. "SGAM 1 thread, batches of N" writes the same puts N to a transaction from one
+thread: what a group of N costs per put with no thread hand-overs, so the ceiling for N
+concurrent writers (each has one put in flight).
 """
 
 from __future__ import annotations

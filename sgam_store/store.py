@@ -1,8 +1,9 @@
 """SGAMStore: the LangGraph `BaseStore` adapter over the ledger.
 
 Write flow (only it changes state): validate every op -> embed outside the lock ->
-one engine write transaction: the ledger's rule per fact -> keyword and vector rows ->
-commit. Read flow: a `search.Scope` -> the engine's read statements.
+one engine write transaction, shared with other callers' puts that arrive meanwhile
+(write/group.py): the ledger's rule per fact -> keyword and vector rows -> commit.
+Read flow: a `search.Scope` -> the engine's read statements.
 Views (`as_of`, `for_tenant`) are the same flows with another Scope.
 """
 
@@ -185,7 +186,9 @@ class SGAMStore(BaseStore):
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
         self._reads = GetCoalescer(self.execute)
-        self._writes: GroupCommit[list[_PreparedPut]] = GroupCommit(self.facts, self._apply_all)
+        self._writes: GroupCommit[list[_PreparedPut]] = GroupCommit(
+            self.facts, self._apply_all, size=len
+        )
         self._puts: AsyncGather[tuple[list[Op], str]] = AsyncGather(self._put_together)
         self._language: str | None = None  # the keyword language, settled by setup()
 

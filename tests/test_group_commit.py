@@ -24,7 +24,7 @@ from langgraph.store.base import GetOp, PutOp
 from sgam_store import MemoryFact, SGAMStore
 from sgam_store.core.errors import ConflictError, InvalidFactError
 from sgam_store.engines.sqlite import connection
-from sgam_store.write.group import GroupCommit
+from sgam_store.write.group import LIMIT, GroupCommit
 
 from .conftest import HashEmbeddings
 from .reliability import Journal, Worker, check_acknowledged, check_file, open_store
@@ -146,6 +146,29 @@ def test_a_batch_in_a_group_stays_atomic_and_reads_before_its_writes(
     assert outcomes[1][2].value == {"text": "old a"}  # its read saw the state before
     assert texts(store, "a") == ["old a", "new a"] and texts(store, "c") == ["c"]
     assert len(instants(store, ["b", "c"])) == 1
+
+
+def test_a_group_holds_at_most_limit_puts_unless_one_batch_is_larger(
+    store: SGAMStore, db_path: str
+) -> None:
+    """Four callers of 100-put batches (LIMIT is 256): the first two share a commit, the
+    last two the next one; a caller's batch above LIMIT still commits whole."""
+    assert LIMIT == 256
+
+    def batch(caller: int, size: int = 100) -> Callable[[], object]:
+        ops = [
+            PutOp(("acme", f"c{caller}"), f"k{n}", {"text": f"{caller} {n}"}) for n in range(size)
+        ]
+        return lambda: store.batch(ops)
+
+    assert in_threads([batch(c) for c in range(4)], db_path) == [[None] * 100] * 4
+    by_caller = [
+        instants(store, [f"k{n}" for n in range(100)], ("acme", f"c{c}")) for c in range(4)
+    ]
+    assert all(len(i) == 1 for i in by_caller)
+    assert by_caller[0] == by_caller[1] != by_caller[2] == by_caller[3]
+    store.batch([PutOp(("acme", "big"), f"k{n}", {"text": str(n)}) for n in range(300)])
+    assert len(instants(store, [f"k{n}" for n in range(300)], ("acme", "big"))) == 1
 
 
 def test_a_bad_put_fails_its_caller_alone(store: SGAMStore, db_path: str) -> None:

@@ -43,9 +43,11 @@ R = TypeVar("R")
 
 Outcome = Any  # a call's result, or the exception it raises
 
-# A transaction takes in works that queue while it runs until it holds this many: a
-# bound on how long its first caller waits under a steady stream of writes.
-ABSORB = 64
+# The most puts a group's transaction takes, unless one caller's batch alone is larger:
+# a bound on how long its first caller waits under a steady stream of writes, on how long
+# other processes wait for SQLite's write lock, and on PostgreSQL's lock table (a lock
+# per key, see docs/postgres.md).
+LIMIT = 256
 
 
 class _Ticket:
@@ -63,6 +65,7 @@ class _Ticket:
 class _Work(Generic[W]):
     key: Hashable  # works of one key may share a transaction
     work: W
+    size: int  # its puts
     ticket: _Ticket
     error: BaseException | None = None
 
@@ -70,11 +73,18 @@ class _Work(Generic[W]):
 class GroupCommit(Generic[W]):
     """Commits works of concurrent callers together. `apply(tx, works)` writes works,
     in order, inside one write transaction of `facts`, maybe several times (works that
-    queued meanwhile); `facts.finish` then writes the transaction's index rows once."""
+    queued meanwhile); `facts.finish` then writes the transaction's index rows once.
+    `size(work)` is how many puts a work holds (counted against LIMIT)."""
 
-    def __init__(self, facts: FactWriter, apply: Callable[[ledger.Tx, list[W]], None]) -> None:
+    def __init__(
+        self,
+        facts: FactWriter,
+        apply: Callable[[ledger.Tx, list[W]], None],
+        size: Callable[[W], int] = lambda _: 1,
+    ) -> None:
         self.facts = facts
         self.apply = apply
+        self.size = size
         self._lock = threading.Lock()
         self._queue: list[_Work[W]] = []
         self._leading = False
@@ -84,14 +94,14 @@ class GroupCommit(Generic[W]):
         error, None for a committed one. Returns when every one is settled."""
         with self._lock:
             ticket = _Ticket(self._lock, len(works))
-            mine = [_Work(key, work, ticket) for key, work in works]
+            mine = [_Work(key, work, self.size(work), ticket) for key, work in works]
             self._queue.extend(mine)
             while ticket.left:
                 if self._leading:
                     ticket.wake.wait()
                     continue
                 self._leading = True
-                group = self._take()
+                group = self._take(self._queue[0].key, LIMIT)
                 self._lock.release()
                 try:
                     self._commit(group)
@@ -100,15 +110,21 @@ class GroupCommit(Generic[W]):
                     self._settle(group)
         return [work.error for work in mine]
 
-    def _take(self, key: Hashable = None, first: bool = True) -> list[_Work[W]]:
-        """(Under the lock.) Queued works of `key` (first: of the first one's key), in
-        arrival order."""
-        if first:
-            key = self._queue[0].key
-        group = [work for work in self._queue if work.key == key]
-        if group:
-            self._queue = [work for work in self._queue if work.key != key]
-        return group
+    def _take(self, key: Hashable, room: int) -> list[_Work[W]]:
+        """(Under the lock.) Queued works of `key`, in arrival order, while they fit in
+        `room` puts (the first one always does when `room` is LIMIT)."""
+        taken: list[_Work[W]] = []
+        for work in self._queue:
+            if work.key != key:
+                continue
+            if work.size > room and (taken or room < LIMIT):
+                break  # a later one of the key may not overtake it
+            taken.append(work)
+            room -= work.size
+        if taken:
+            chosen = {id(work) for work in taken}
+            self._queue = [work for work in self._queue if id(work) not in chosen]
+        return taken
 
     def _settle(self, group: list[_Work[W]]) -> None:
         """(Under the lock.) Wake the callers whose works are all settled, and the first
@@ -147,19 +163,21 @@ class GroupCommit(Generic[W]):
         """Run one transaction of `group`; None once committed, else the error and
         whether the body raised it (then nothing was written, so a retry is safe).
         With `absorb`, works of the key that queued while the body ran join the group,
-        before COMMIT, up to ABSORB works. It runs in a fresh context, in the works'
+        before COMMIT, up to LIMIT puts. It runs in a fresh context, in the works'
         tenant scope, not the leader's."""
-        raised: list[Exception] = []
+        raised: list[Exception] = []  # by the body's last attempt (the engine retries)
 
         def body(tx: ledger.Tx) -> None:
+            raised.clear()
             done = 0
             try:
                 while done < len(group):
                     self.apply(tx, [work.work for work in group[done:]])
                     done = len(group)
-                    if absorb and done < ABSORB:
+                    room = LIMIT - sum(work.size for work in group)
+                    if absorb and room > 0:
                         with self._lock:
-                            group.extend(self._take(key, first=False))
+                            group.extend(self._take(key, room))
                 self.facts.finish(tx)
             except Exception as error:
                 raised.append(error)
@@ -168,7 +186,8 @@ class GroupCommit(Generic[W]):
         try:
             contextvars.Context().run(self._transaction, key, body)
         except Exception as error:
-            return error, bool(raised) and error is raised[-1]
+            # The last attempt's body failed: that attempt rolled back, and none committed.
+            return error, bool(raised)
         return None
 
     def _transaction(self, key: Hashable, body: Callable[[ledger.Tx], None]) -> None:

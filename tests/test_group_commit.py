@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,11 +24,14 @@ from langgraph.store.base import GetOp, PutOp
 
 from sgam_store import MemoryFact, SGAMStore
 from sgam_store.core.errors import ConflictError, InvalidFactError
+from sgam_store.engines.postgres import roles
 from sgam_store.engines.sqlite import connection
 from sgam_store.write.group import LIMIT, GroupCommit
 
+from . import pg
 from .conftest import HashEmbeddings
 from .reliability import Journal, Worker, check_acknowledged, check_file, open_store
+from .test_rls import as_role
 
 NS = ("acme", "mira")
 SETTLE = 0.3  # seconds for started callers to reach the queue
@@ -313,3 +317,39 @@ def test_a_process_killed_mid_group_loses_no_acknowledged_put(db_path: str) -> N
         assert journal.errors == [], journal.errors[:3]
         check_acknowledged(db_path, journal)
     assert len(journal.acks) >= 40 + 40 + 80
+
+
+def test_under_row_security_each_tenant_groups_apart(pg_server: str) -> None:
+    """PostgreSQL with row security, as an application role that may not take the
+    all-tenant scope: a transaction runs in one tenant's scope, so concurrent puts of
+    several tenants (threads, and tasks gathered on one loop) group per tenant and all
+    land; a mixed group would be refused the all-tenant scope."""
+    uri = pg.fresh_database()
+    with SGAMStore.from_conn_string(uri, row_security=True) as owner:
+        owner.setup()
+    role = "app_" + uuid.uuid4().hex[:12]
+    roles.create_app_role(uri, role)
+    tenants = ["t1", "t2", "t3", "t4"]
+    with SGAMStore.from_conn_string(as_role(uri, role)) as store:
+        store.setup()
+
+        def writer(w: int) -> None:
+            for n in range(10):
+                store.put((tenants[(w + n) % 4], "kim"), "note", {"text": f"{w} {n}"})
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+
+        async def tasks() -> None:
+            await asyncio.gather(
+                *(store.aput((tenants[n % 4], "kim"), f"k{n}", {"text": str(n)}) for n in range(40))
+            )
+
+        asyncio.run(tasks())
+        notes = [f.value["text"] for t in tenants for f in store.history(t, "kim", "note")]
+        assert sorted(notes) == sorted(f"{w} {n}" for w in range(8) for n in range(10))
+        for n in range(40):
+            assert store.get((tenants[n % 4], "kim"), f"k{n}").value == {"text": str(n)}

@@ -450,7 +450,7 @@ class SGAMStore(BaseStore):
         rows are written once, when the group's transaction ends (write/group.py)."""
         ledger.prefetch(tx, [_key(put) for puts in works for put in puts])  # one statement
         for puts in works:
-            self._write_puts(tx, puts)
+            self._write_puts(tx, puts, earlier=len(tx.opened))
 
     def _prepare_puts(self, ops: Sequence[Op], source: str) -> list[_PreparedPut]:
         """Encode values, build keyword text and embed, once and before the write lock."""
@@ -490,12 +490,14 @@ class SGAMStore(BaseStore):
         tx: ledger.Tx,
         puts: list[_PreparedPut],
         starts: Sequence[str] | None = None,
+        earlier: int = 0,
     ) -> None:
         """Write prepared puts, each with its own provenance; `starts` (valid_from per
         put) override "now" (an import's item times). Either way each put becomes its
         key's current version, except a put that restates the current version
         (`_restates`), which only renews its TTL. Searchable puts of new keys are queued
         for review, except an import's (a copy of another store's settled state).
+        `earlier`: how many of `tx.opened` earlier callers of a group opened (`_delete`).
         """
         review = self.review_new_keys and starts is None
         # Keys without a tail: not read yet, or written earlier in this transaction.
@@ -504,7 +506,7 @@ class SGAMStore(BaseStore):
         for n, put in enumerate(puts):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
-                _delete(tx, ns_text, put.op.key)
+                _delete(tx, ns_text, put.op.key, tx.opened[:earlier])
                 continue
             version = schema_migration.latest_version(
                 DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
@@ -1011,15 +1013,16 @@ def _indexed_as(tx: ledger.Tx, row: Any) -> tuple[str | None, list[str]]:
     return keyword, fields
 
 
-def _delete(tx: ledger.Tx, ns: str, key: str) -> None:
-    """Close the key's open version now. One this transaction opened (an earlier put
-    of the batch, or of another caller in its group: write/group.py) closes just after
-    its start instead, so it stays in history, as it would had the two committed apart."""
+def _delete(tx: ledger.Tx, ns: str, key: str, earlier: list[int]) -> None:
+    """Close the key's open version now. One that an earlier caller of the group opened
+    (`earlier`: write/group.py) closes just after its start instead, so it stays in
+    history, as it would had the two calls committed apart. Within one batch, a put then
+    a delete of a key leave nothing, as before: the put never held."""
     row = tx.versions.open_version(tx.cur, ns, key)
     if row is None:
         return
-    fresh = row.fact_id in tx.opened
-    ledger.close_row(tx, row, ledger.put_start(tx, ns, key) if fresh else tx.now)
+    apart = row.fact_id in earlier
+    ledger.close_row(tx, row, ledger.put_start(tx, ns, key) if apart else tx.now)
 
 
 def _only_puts(ops: Sequence[Op]) -> bool:

@@ -133,6 +133,9 @@ def test_a_delete_after_a_put_in_one_group_keeps_the_put_in_history(
     (fact,) = store.history(*NS, "plan")
     assert fact.value == {"text": "pro plan"} and fact.valid_to is not None
     assert store.get(NS, "plan") is None
+    # Within one caller's batch, as before: the put never held, so nothing is left.
+    store.batch([PutOp(NS, "trial", {"text": "trial plan"}), PutOp(NS, "trial", None)])
+    assert store.history(*NS, "trial") == []
 
 
 def test_a_batch_in_a_group_stays_atomic_and_reads_before_its_writes(

@@ -1,8 +1,9 @@
 """SGAMStore: the LangGraph `BaseStore` adapter over the ledger.
 
 Write flow (only it changes state): validate every op -> embed outside the lock ->
-one engine write transaction: the ledger's rule per fact -> keyword and vector rows ->
-commit. Read flow: a `search.Scope` -> the engine's read statements.
+one engine write transaction, shared with other callers' puts that arrive meanwhile
+(write/group.py): the ledger's rule per fact -> keyword and vector rows -> commit.
+Read flow: a `search.Scope` -> the engine's read statements.
 Views (`as_of`, `for_tenant`) are the same flows with another Scope.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ from sgam_store.read.search import Scope
 from sgam_store.views import View
 from sgam_store.write import service, supersession
 from sgam_store.write.facts import FactWriter
+from sgam_store.write.group import AsyncGather, GroupCommit
 
 if TYPE_CHECKING:
     from sgam_store.core.models import SupersessionDecision
@@ -87,6 +89,7 @@ class _PreparedPut:
     keyword: str | None
     vectors: list[tuple[str, bytes]]
     ttl: float | None
+    source: str  # provenance, taken in the caller's context (its LangGraph run)
 
 
 def provenance(default: str = DEFAULT_SOURCE) -> str:
@@ -118,10 +121,12 @@ class SGAMStore(BaseStore):
     __slots__ = (
         "_cache",
         "_language",
+        "_puts",
         "_ranker",
         "_reads",
         "_spec",
         "_target",
+        "_writes",
         "default_source",
         "embeddings",
         "engine",
@@ -181,6 +186,10 @@ class SGAMStore(BaseStore):
             self.engine, self._spec, max_value_bytes=max_value_bytes, cache=self._cache
         )
         self._reads = GetCoalescer(self.execute)
+        self._writes: GroupCommit[list[_PreparedPut]] = GroupCommit(
+            self.facts, self._apply_all, size=len
+        )
+        self._puts: AsyncGather[tuple[list[Op], str]] = AsyncGather(self._put_together)
         self._language: str | None = None  # the keyword language, settled by setup()
 
     def __repr__(self) -> str:
@@ -283,6 +292,8 @@ class SGAMStore(BaseStore):
         worker thread (a server's default executor has a few: read/microbatch.py)."""
         if only_gets(ops):
             return await self._reads.submit(ops, scope)
+        if scope is CURRENT and _only_puts(ops):  # with other tasks' puts: write/group.py
+            return await self._puts.submit((ops, provenance(self.default_source)))
         queries = await self._aembed_queries(ops)
         return await asyncio.to_thread(
             self.execute, ops, scope, read_only=read_only, queries=queries
@@ -331,11 +342,27 @@ class SGAMStore(BaseStore):
                 return [search.get(self.engine, conn, scope, ops[0].namespace, ops[0].key)]
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
-        puts = self._prepare_puts(ops)
+        reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
+        writes = len(reads) < len(ops)
+        puts = self._prepare_puts(ops, provenance(self.default_source)) if writes else []
+        results: list[Result] = [None] * len(ops)
+        if reads:
+            self._run_reads(ops, reads, results, scope, queries)
+        if puts:
+            self._commit_puts([(self._group_key(scope, ops), puts)])
+        return results
+
+    def _run_reads(
+        self,
+        ops: Sequence[Op],
+        reads: list[int],
+        results: list[Result],
+        scope: Scope,
+        queries: dict[int, bytes] | None,
+    ) -> None:
+        """Answer the batch's reads into `results`, before any of its writes."""
         if queries is None:
             queries = self._ranker.embed_queries(ops)
-        results: list[Result] = [None] * len(ops)
-        reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         many = len(reads) > 1 or any(isinstance(ops[i], SearchOp) and ops[i].query for i in reads)
         with self.engine.snapshot() if many else self.engine.reading() as conn:
             gets = [i for i in reads if isinstance(ops[i], GetOp)]
@@ -350,9 +377,6 @@ class SGAMStore(BaseStore):
                 else:
                     results[i] = self._read(conn, scope, ops[i], queries.get(i))
         self._refresh_ttl(ops, results, scope)
-        if puts:
-            self.facts.run(lambda tx: self._apply_puts(tx, puts))
-        return results
 
     def explain_search(
         self,
@@ -386,7 +410,49 @@ class SGAMStore(BaseStore):
 
     # ------------------------------------------------------------------ write flow
 
-    def _prepare_puts(self, ops: Sequence[Op]) -> list[_PreparedPut]:
+    def _commit_puts(self, works: list[tuple[Hashable, list[_PreparedPut]]]) -> None:
+        """Write each caller's prepared puts with whatever other callers are writing
+        (write/group.py); raises this caller's own error, if any."""
+        for error in self._writes.submit(works):
+            if error is not None:
+                raise error
+
+    def _put_together(self, calls: list[tuple[list[Op], str]]) -> list[Any]:
+        """Concurrent `abatch`es of puts, each with its provenance, gathered from one
+        event loop: each is validated and prepared on its own, then all are committed
+        together. Returns each call's results, or the error it raises."""
+        self._ensure_ready()
+        outcomes: list[Any] = [None] * len(calls)
+        queued: list[tuple[int, Hashable, list[_PreparedPut]]] = []
+        for n, (ops, source) in enumerate(calls):
+            try:
+                for op in ops:
+                    _validate(op, self.engine.filters, self.engine.layout)
+                queued.append((n, self._group_key(CURRENT, ops), self._prepare_puts(ops, source)))
+            except Exception as error:
+                outcomes[n] = error
+        errors = self._writes.submit([(key, puts) for _, key, puts in queued])
+        for (n, _, _), error in zip(queued, errors, strict=True):
+            outcomes[n] = error if error is not None else [None] * len(calls[n][0])
+        return outcomes
+
+    def _group_key(self, scope: Scope, ops: Sequence[Op]) -> Hashable:
+        """Which writes may share a transaction: all of them, unless the database
+        confines rows to a tenant (PostgreSQL's row security); then one tenant's."""
+        if getattr(self.engine, "confined", False):
+            return _tenant_of(self.engine.layout, scope, ops)
+        return None
+
+    def _apply_all(self, tx: ledger.Tx, works: list[list[_PreparedPut]]) -> None:
+        """Callers' puts in one transaction, caller after caller in arrival order, each
+        as if it committed alone: a key an earlier caller wrote is looked up again, so an
+        identical re-put restates (no version) and another value versions. The index
+        rows are written once, when the group's transaction ends (write/group.py)."""
+        ledger.prefetch(tx, [_key(put) for puts in works for put in puts])  # one statement
+        for puts in works:
+            self._write_puts(tx, puts, earlier=len(tx.opened))
+
+    def _prepare_puts(self, ops: Sequence[Op], source: str) -> list[_PreparedPut]:
         """Encode values, build keyword text and embed, once and before the write lock."""
         prepared: list[_PreparedPut] = []
         to_embed: list[tuple[int, str, str]] = []
@@ -405,7 +471,7 @@ class SGAMStore(BaseStore):
             ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
                 ttl = self.ttl_config.get("default_ttl")
-            prepared.append(_PreparedPut(op, encoded, keyword, [], ttl))
+            prepared.append(_PreparedPut(op, encoded, keyword, [], ttl, source))
         if to_embed and self._spec is not None:
             vectors = self._spec.embeddings.embed_documents([t for _, _, t in to_embed])
             for (pos, field, _), vector in zip(to_embed, vectors, strict=True):
@@ -413,25 +479,34 @@ class SGAMStore(BaseStore):
         return prepared
 
     def _apply_puts(
+        self, tx: ledger.Tx, puts: list[_PreparedPut], starts: Sequence[str] | None = None
+    ) -> None:
+        """`_write_puts`, then the transaction's index rows."""
+        self._write_puts(tx, puts, starts)
+        self.facts.finish(tx)
+
+    def _write_puts(
         self,
         tx: ledger.Tx,
         puts: list[_PreparedPut],
-        source: str | None = None,
         starts: Sequence[str] | None = None,
+        earlier: int = 0,
     ) -> None:
-        """Write prepared puts; `source` and `starts` (valid_from per put) override the
-        run's provenance and "now" (an import's item times). Either way each put becomes
-        its key's current version, except a put that restates the current version
+        """Write prepared puts, each with its own provenance; `starts` (valid_from per
+        put) override "now" (an import's item times). Either way each put becomes its
+        key's current version, except a put that restates the current version
         (`_restates`), which only renews its TTL. Searchable puts of new keys are queued
-        for review, except an import's (a copy of another store's settled state)."""
-        review = self.review_new_keys and source is None
-        source = source or provenance(self.default_source)
-        ledger.prefetch(tx, [(namespaces.to_text(p.op.namespace), p.op.key) for p in puts])
+        for review, except an import's (a copy of another store's settled state).
+        `earlier`: how many of `tx.opened` earlier callers of a group opened (`_delete`).
+        """
+        review = self.review_new_keys and starts is None
+        # Keys without a tail: not read yet, or written earlier in this transaction.
+        ledger.prefetch(tx, [key for key in map(_key, puts) if key not in tx.tails])
         new_keys: list[tuple[int, str]] = []
         for n, put in enumerate(puts):
             ns_text = namespaces.to_text(put.op.namespace)
             if put.op.value is None:
-                ledger.close_fact(tx, ns_text, put.op.key)
+                _delete(tx, ns_text, put.op.key, tx.opened[:earlier])
                 continue
             version = schema_migration.latest_version(
                 DEFAULT_MEMORY_TYPE, put.op.key, SCHEMA_VERSION
@@ -452,7 +527,7 @@ class SGAMStore(BaseStore):
                     if starts
                     else ledger.put_start(tx, ns_text, put.op.key)
                 ),
-                source_episode_id=source,
+                source_episode_id=put.source,
                 memory_type=DEFAULT_MEMORY_TYPE,
                 schema_version=version,
                 confidence=None,
@@ -471,7 +546,6 @@ class SGAMStore(BaseStore):
             if queue:
                 new_keys.append((row_id, tenant))  # a new fact's id is its first row id
         supersession.queue_new_keys(tx, new_keys)
-        self.facts.finish(tx)
 
     def _restates(self, tx: ledger.Tx, put: _PreparedPut, ns: str, version: int) -> bool:
         """True when `put` says again what the key's current version says (value, TTL,
@@ -484,7 +558,7 @@ class SGAMStore(BaseStore):
         )
         if row is None:
             return False
-        keyword, fields = tx.engine.indexing.indexed_as(tx.cur, row.fact_id, row.tenant_id)
+        keyword, fields = _indexed_as(tx, row)
         if keyword != put.keyword or sorted(fields) != sorted(f for f, _ in put.vectors):
             return False
         ledger.renew(tx, row)
@@ -537,10 +611,10 @@ class SGAMStore(BaseStore):
         todo = [
             n for n, item in zip(live, found, strict=True) if not item or item.value != ops[n].value
         ]
-        puts = self._prepare_puts([ops[n] for n in todo])
+        puts = self._prepare_puts([ops[n] for n in todo], origin)
         starts = [items[n].updated_at or items[n].created_at or now for n in todo]
         if puts:
-            self.facts.run(lambda tx: self._apply_puts(tx, puts, origin, starts))
+            self.facts.run(lambda tx: self._apply_puts(tx, puts, starts))
         report.read += len(items)
         report.expired += len(items) - len(live)
         report.unchanged += len(live) - len(todo)
@@ -922,6 +996,37 @@ def _tenant_of(layout: namespaces.Layout, scope: Scope, ops: Sequence[Op]) -> st
         prefix = op.namespace_prefix if isinstance(op, SearchOp) else op.namespace
         named.add(layout.tenant_of(prefix))
     return named.pop() if len(named) == 1 else None
+
+
+def _key(put: _PreparedPut) -> tuple[str, str]:
+    return namespaces.to_text(put.op.namespace), put.op.key
+
+
+def _indexed_as(tx: ledger.Tx, row: Any) -> tuple[str | None, list[str]]:
+    """A fact's keyword text and vector fields: from the rows this transaction queued
+    for it if it wrote it (an earlier put of the batch or group: they are written at its
+    end), else as the engine holds them."""
+    if row.fact_id not in tx.opened:
+        return tx.engine.indexing.indexed_as(tx.cur, row.fact_id, row.tenant_id)
+    keyword = next((text for fid, _, text in tx.keyword_rows if fid == row.fact_id), None)
+    fields = [f for fid, _, vectors in tx.vector_rows if fid == row.fact_id for f, _ in vectors]
+    return keyword, fields
+
+
+def _delete(tx: ledger.Tx, ns: str, key: str, earlier: list[int]) -> None:
+    """Close the key's open version now. One that an earlier caller of the group opened
+    (`earlier`: write/group.py) closes just after its start instead, so it stays in
+    history, as it would had the two calls committed apart. Within one batch, a put then
+    a delete of a key leave nothing, as before: the put never held."""
+    row = tx.versions.open_version(tx.cur, ns, key)
+    if row is None:
+        return
+    apart = row.fact_id in earlier
+    ledger.close_row(tx, row, ledger.put_start(tx, ns, key) if apart else tx.now)
+
+
+def _only_puts(ops: Sequence[Op]) -> bool:
+    return bool(ops) and all(isinstance(op, PutOp) for op in ops)
 
 
 def _source_label(source: Any) -> str:

@@ -418,14 +418,18 @@ def unchanged_version(
 ) -> FactRow | None:
     """The key's current version when a put of `encoded` (value text, scalar flag) with
     `ttl` minutes, of `kind` (memory type, value schema version), would restate it: the
-    same value, TTL and kind, open, begun by now and not expired. None otherwise, and for a key this
-    transaction already wrote (its prefetched tail is gone): then the put versions.
+    same value, TTL and kind, open, begun by now (or opened by this transaction, a
+    group's earlier caller: write/group.py) and not expired. None otherwise, and for a
+    key this transaction already wrote (its prefetched tail is gone): then the put
+    versions.
 
     Read from the tail `prefetch` took under the transaction's key locks, so no other
     writer can change the version between this check and the commit."""
     tail = tx.tails.get((ns, attribute))
     row = tail.latest if tail is not None else None
-    if row is None or row.valid_to is not None or row.valid_from > tx.now:
+    if row is None or row.valid_to is not None:
+        return None
+    if row.valid_from > tx.now and row.fact_id not in tx.opened:
         return None
     if row.expires_at is not None and row.expires_at <= tx.now:
         return None

@@ -1,12 +1,17 @@
-"""PostgreSQL's vector search returns the exact nearest facts whichever way it reaches
-them (`engines/postgres/reads.py`): a scope not seen lately is scanned with its size
-counted in the same statement, one remembered as small is scanned plainly, and one
-larger than EXACT_SCAN_MAX is walked through the HNSW index. Each is checked against
-cosine similarity computed here, for a tenant and across tenants."""
+"""How PostgreSQL's searches reach their candidates (`engines/postgres/reads.py`).
+
+Vector search returns the exact nearest facts whichever way it gets them: a scope not seen
+lately is scanned with its size counted in the same statement, one remembered as small is
+scanned plainly, and one larger than EXACT_SCAN_MAX is walked through the HNSW index. Each
+is checked against cosine similarity computed here, for a tenant and across tenants.
+
+A tenant's keyword query reads the keyword index with the tenant as an index condition
+(schema v7), also after `set_language` rebuilt the column and its index."""
 
 from __future__ import annotations
 
 import numpy as np
+import psycopg
 import pytest
 from langgraph.store.base import PutOp
 
@@ -67,3 +72,36 @@ def test_vector_search_is_exact_on_every_path(
                     assert [h.score for h in hits] == pytest.approx(best, abs=1e-5), scope
     remembered = {key[-1]: small for key, (_, small) in reads._small_seen.items()}
     assert remembered == {**dict.fromkeys(TENANTS, True), None: scan_max >= 3 * PER_TENANT}
+
+
+def keyword_plan(uri: str, tenant: str | None) -> str:
+    """EXPLAIN of the store's keyword statement for "travel", in `tenant` or across all."""
+    query = reads.KeywordQuery("'travel'", tenant)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SET search_path TO sgam, public")
+        conn.execute("SET enable_seqscan = off")  # a few rows: the planner would scan them
+        captured: list[str] = []
+
+        class Explaining:
+            def execute(self, sql: str, params: tuple) -> psycopg.Cursor:
+                captured.extend(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+                return conn.execute(sql, params)
+
+        reads.keyword_hits(Explaining(), query, 10)
+    return "\n".join(captured)
+
+
+def test_a_tenants_keyword_query_reads_only_its_own_matches(pg_server: str) -> None:
+    uri = pg.fresh_database()
+    with SGAMStore.from_conn_string(uri) as store:
+        store.setup()
+        store.batch([PutOp((t, "notes"), "k", {"text": f"{t} travel plans"}) for t in TENANTS])
+        for language in (None, "simple"):
+            if language:
+                store.set_language(language)
+            plan = keyword_plan(uri, "acme")
+            assert "Bitmap Index Scan on fact_keywords_tsv" in plan, plan
+            assert "Index Cond: ((tenant_id = 'acme'::text) AND (tsv @@" in plan, plan
+            assert "Filter: (tenant_id" not in plan, plan
+            assert "Index Cond: (tsv @@" in keyword_plan(uri, None)
+            assert [h.key for h in store.search(("globex",), query="travel")] == ["k"]

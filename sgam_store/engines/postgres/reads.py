@@ -7,15 +7,18 @@ What differs from SQLite, and why:
   LIKE); the tenant a prefix names arrives as `tenant` (the current-facts index leads
   with it).
 - Keywords: `fact_keywords.tsv` with the store's text-search configuration (read from
-  `sgam_meta` inside each statement); a query is parsed by the same configuration into
-  lexemes (`keyword_terms`), matched as they are. Ranked by `ts_rank_cd` mapped to
-  r / (1 + r) in [0, 1). That is cover density, not BM25: the order within a query
-  differs from SQLite's. The score a search reports is `keyword_coverage`, as on SQLite.
-  `keyword_frequency` is an exact count through the GIN index.
-- Vectors: pgvector. Current searches walk the HNSW index (current vectors only) with
-  iterative scans, so a tenant filter does not starve the page; a small tenant, or one
-  the walk stopped short for, has its current vectors scanned exactly instead.
-  Point-in-time searches scan exactly. There is no k ceiling: `capped` is always False.
+  `sgam_meta` once per query, by `keyword_terms`); a query is parsed by that configuration
+  into lexemes, matched as they are: the keyword statements take the tsquery as a
+  constant, so no filter re-parses it row by row (under row security, it would). The GIN
+  index is keyed by tenant first (schema v7), so a tenant's query reads its matches
+  only. Ranked by `ts_rank_cd` mapped to r / (1 + r) in [0, 1). That is cover density,
+  not BM25: the order within a query differs from SQLite's. The score a search reports
+  is `keyword_coverage`, as on SQLite. `keyword_frequency` is an exact count through
+  the GIN index.
+- Vectors: pgvector. A current scope of up to EXACT_SCAN_MAX vectors is scanned exactly;
+  a larger one walks the HNSW index (current vectors only) with iterative scans, so a
+  tenant filter does not starve the page, and is scanned exactly should the walk stop
+  short. Point-in-time searches scan exactly. There is no k ceiling: `capped` is always False.
 - Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
 """
 

@@ -261,7 +261,7 @@ def nearest(
 # Whether a scope is small, remembered for SMALL_TTL_S per server and tenant. A scope not
 # seen lately is scanned exactly, at most EXACT_SCAN_MAX + 1 of its vectors, with its
 # size counted in the same statement: one round trip, where a count first cost one more
-# for every user of LangMem's layout (a tenant each, rarely seen twice in 10 s). A stale
+# for every search of a tenant not seen in 10 s (many tenants, each seldom searched). A stale
 # answer costs time, never results: the walk falls back to the exact scan when it comes
 # back short.
 SMALL_TTL_S = 10.0

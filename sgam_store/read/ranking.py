@@ -302,9 +302,16 @@ class Candidates:
         self.scope = scope
         self.op = op
         self.rows: dict[int, int | None] = {}  # fact_id -> visible version's row_id
+        self.pending: list[int] = []  # to be checked with the next check's facts
+
+    def defer(self, fact_ids: Iterable[int]) -> None:
+        """Check these with the next `check`: one statement for both rankings' first
+        batches, even when the vector batch comes from the engine after this call."""
+        self.pending.extend(fact_ids)
 
     def check(self, fact_ids: Iterable[int]) -> None:
-        unknown = [fid for fid in dict.fromkeys(fact_ids) if fid not in self.rows]
+        wanted, self.pending = [*self.pending, *fact_ids], []
+        unknown = [fid for fid in dict.fromkeys(wanted) if fid not in self.rows]
         if not unknown:
             return
         scope, op = self.scope, self.op
@@ -608,7 +615,7 @@ def hybrid_rankings(
     `scan()` waits for the cache's similarity scan, which may be running in another
     thread while the keyword ranking runs here (None: use the engine's vector index).
     `keywords` is the engine's keyword query. The first batch of both sides is checked
-    against the scope in one query.
+    against the scope in one query (the vector ranking's first admit).
     """
     fetch_keywords: Fetch = (
         keyword_fetch(engine, conn, keywords) if keywords else lambda n: ([], True)
@@ -616,7 +623,7 @@ def hybrid_rankings(
     kw_first = fetch_keywords(keyword_depth(want))
     cached = scan()
     vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
-    seen.check(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
+    seen.defer(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
     vector = vector_ranking(engine, conn, scope, op, query_vec, want, seen, cached, vec_first)
     keyword = deepen(fetch_keywords, keyword_depth(want), want, seen, kw_first)[:want]
     return vector, keyword

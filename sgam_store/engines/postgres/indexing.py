@@ -52,14 +52,15 @@ def set_language(cur: Any, language: str) -> int:
     returns the rows rebuilt.
 
     A generated column's expression is fixed, so the column is dropped and added again
-    with the new one (PostgreSQL computes it for every row), and its GIN index rebuilt,
+    with the new one (PostgreSQL computes it for every row), and its GIN index
+    (`migrations.KEYWORD_INDEX`, tenant first) rebuilt,
     all in the caller's transaction: DDL is transactional here, and readers wait on the
     table's lock, then see the new index whole."""
     config = sql.Literal(analysis.check_language(language)).as_string(cur.conn)
     cur.execute("SELECT pg_advisory_xact_lock(%s)", (migrations.MIGRATION_LOCK,))
     cur.execute("ALTER TABLE fact_keywords DROP COLUMN tsv")
     cur.execute(migrations.TSV_COLUMN.replace("{config}", f"{config}::regconfig"))
-    cur.execute(migrations.TSV_INDEX)
+    cur.execute(migrations.KEYWORD_INDEX)
     cur.execute("UPDATE sgam_meta SET value = %s WHERE key = 'text_search_config'", (language,))
     return cur.execute("SELECT count(*) FROM fact_keywords").fetchone()[0]
 

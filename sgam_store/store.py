@@ -448,8 +448,11 @@ class SGAMStore(BaseStore):
         as if it committed alone: a key an earlier caller wrote is looked up again, so an
         identical re-put restates (no version) and another value versions. The index
         rows are written once, when the group's transaction ends (write/group.py)."""
-        ledger.prefetch(tx, [_key(put) for puts in works for put in puts])  # one statement
+        ledger.settle(tx)  # keys earlier callers wrote (an absorbed work's) need no read
+        keys = [_key(put) for puts in works for put in puts]
+        ledger.prefetch(tx, [key for key in keys if key not in tx.tails])  # one statement
         for puts in works:
+            ledger.settle(tx)
             self._write_puts(tx, puts, earlier=len(tx.opened))
 
     def _prepare_puts(self, ops: Sequence[Op], source: str) -> list[_PreparedPut]:

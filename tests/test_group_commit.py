@@ -11,6 +11,8 @@ transaction share its instant (`known_from`), which is how the tests see a group
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import threading
 import time
 import uuid
@@ -120,6 +122,36 @@ def test_puts_of_one_key_version_in_arrival_order(store: SGAMStore, db_path: str
     assert all(a.valid_to == b.valid_from for a, b in pairwise(history))
     assert history[-1].valid_to is None
     assert len({f.known_from for f in history}) == 1
+
+
+def test_a_group_reads_its_keys_once_and_queues_reviews_once(
+    store: SGAMStore, db_path: str
+) -> None:
+    """Later callers of a group find the keys earlier ones wrote without a new read (the
+    tails those writes left), and new keys are queued for review in one statement after
+    every version is written, not once per caller between them."""
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    values = ["first", "second", "second", "third"]
+    calls = [lambda v=v: store.put(NS, "city", {"text": v}) for v in values]
+    calls += [lambda n=n: store.put(NS, f"new{n}", {"text": f"new {n}"}) for n in range(3)]
+    assert in_threads(calls, db_path) == [None] * 7
+    store.conn.set_trace_callback(None)
+    read = [
+        key
+        for s in statements
+        if s.startswith("WITH k(ns, attr)")
+        for _, key in json.loads(re.search(r"json_each\('(.*?)'\)", s)[1])
+    ]
+    # The leader's read, then one for the keys of the callers its group absorbed: the
+    # key the leader wrote is not read again, however many callers write it after.
+    assert sorted(read) == ["city", "new0", "new1", "new2"]
+    assert not [s for s in statements if "MAX(valid_from)" in s]  # no per-put lookup
+    facts = [n for n, s in enumerate(statements) if s.startswith("INSERT INTO facts")]
+    queued = [n for n, s in enumerate(statements) if "INSERT INTO supersession_queue" in s]
+    assert len(queued) == 4 and min(queued) > max(facts)  # city and new0..2, at the end
+    assert texts(store, "city") == ["first", "second", "third"]
+    assert len(instants(store, ["city", "new0", "new1", "new2"])) == 1
 
 
 def test_a_delete_after_a_put_in_one_group_keeps_the_put_in_history(

@@ -64,6 +64,10 @@ class Tx:
     vector_rows: list[tuple[int, str, list[tuple[str, bytes]]]] = field(default_factory=list)
     delta: Any = None  # what a vector cache must mirror once this transaction commits
     tails: dict[tuple[str, str], KeyTail] = field(default_factory=dict)  # see `prefetch`
+    # Tails this transaction's own puts left, known exactly; `settle` makes them `tails`.
+    written: dict[tuple[str, str], KeyTail] = field(default_factory=dict)
+    # (fact_id, tenant_id) of new keys to queue for review, written by the store's `finish`.
+    review: list[tuple[int, str]] = field(default_factory=list)
     _now: str | None = field(default=None, repr=False)
     _inserts: list[FactRow] = field(default_factory=list, repr=False)
     _inserted: set[int] = field(default_factory=set, repr=False)  # their row ids
@@ -197,6 +201,7 @@ def retire(tx: Tx, row: FactRow) -> None:
 
 def _end_belief(tx: Tx, row: FactRow, *, still_current: bool) -> None:
     tx.tails.pop((row.namespace, row.attribute), None)  # later lookups read the table
+    tx.written.pop((row.namespace, row.attribute), None)
     tx.end_belief(row.row_id)
     if row.valid_to is None and not still_current:  # the fact is no longer current
         tx.retired.append(row.fact_id)
@@ -257,6 +262,11 @@ def replace_fact(
     value_text, scalar = encoded or encode_value(fact.value, max_value_bytes)
     ns = namespaces.to_text(tx.layout.check_item(tx.layout.join(fact.tenant_id, fact.subject)))
     start = fact.valid_from
+    key = (ns, fact.attribute)
+    tail = tx.tails.get(key)
+    # The key's whole believed state is known and the fact starts after all of it: the
+    # new row is then its latest version, so its tail after this write is known too.
+    last = tail is not None and (tail.latest is None or start > tail.latest.valid_from)
     # Read before the rule writes: a write drops the key's prefetched tail, and every
     # believed version carries the same created_at, which the rule's writes keep.
     first = _first_created(tx, ns, fact.attribute)
@@ -280,34 +290,37 @@ def replace_fact(
     if expires is None and ttl_minutes is not None:
         expires = clock.shift(tx.now, timedelta(minutes=ttl_minutes))
     row_id = tx.allocate()
-    tx.insert(
-        FactRow(
-            row_id=row_id,
-            fact_id=row_id,
-            tenant_id=fact.tenant_id,
-            namespace=ns,
-            subject=fact.subject,
-            attribute=fact.attribute,
-            value=value_text,
-            scalar=scalar,
-            memory_type=fact.memory_type,
-            schema_version=fact.schema_version,
-            valid_from=start,
-            valid_to=end,
-            recorded_at=tx.now,
-            known_from=tx.now,
-            known_to=None,
-            created_at=created,
-            supersedes_fact_id=supersedes,
-            source_episode_id=fact.source_episode_id,
-            confidence=fact.confidence,
-            retention_policy=fact.retention_policy,
-            expires_at=expires,
-            ttl_minutes=ttl_minutes,
-            decided_by=decided_by,
-        ),
+    row = FactRow(
+        row_id=row_id,
+        fact_id=row_id,
+        tenant_id=fact.tenant_id,
+        namespace=ns,
+        subject=fact.subject,
+        attribute=fact.attribute,
+        value=value_text,
+        scalar=scalar,
+        memory_type=fact.memory_type,
+        schema_version=fact.schema_version,
+        valid_from=start,
+        valid_to=end,
+        recorded_at=tx.now,
+        known_from=tx.now,
+        known_to=None,
+        created_at=created,
+        supersedes_fact_id=supersedes,
+        source_episode_id=fact.source_episode_id,
+        confidence=fact.confidence,
+        retention_policy=fact.retention_policy,
+        expires_at=expires,
+        ttl_minutes=ttl_minutes,
+        decided_by=decided_by,
     )
-    tx.tails.pop((ns, fact.attribute), None)  # this key changed: later lookups read the table
+    tx.insert(row)
+    tx.tails.pop(key, None)  # this key changed: later lookups of this caller read the table
+    if last:
+        tx.written[key] = KeyTail(row, created)
+    else:
+        tx.written.pop(key, None)
     if end is None:
         tx.opened.append(row_id)
     return row_id
@@ -383,6 +396,15 @@ def prefetch(tx: Tx, keys: list[tuple[str, str]]) -> None:
     for latest, first in tx.versions.key_tails(tx.cur, wanted):
         tails[(latest.namespace, latest.attribute)] = KeyTail(latest, first)
     tx.tails.update(tails)
+
+
+def settle(tx: Tx) -> None:
+    """Make the tails this transaction's puts left (`Tx.written`) known to later lookups:
+    between the callers of a group (write/group.py), so a key an earlier caller wrote
+    needs no new read. Within one caller they stay apart: a key its batch wrote is read
+    from the table, so an identical re-put in the same batch still versions."""
+    tx.tails.update(tx.written)
+    tx.written.clear()
 
 
 def put_start(tx: Tx, ns: str, attribute: str) -> str:

@@ -78,8 +78,12 @@ class FactWriter:
         return row_id
 
     def finish(self, tx: ledger.Tx) -> None:
-        """Write the transaction's queued index rows and mirror its open/closed changes
-        into the vector index's current flags (and, after COMMIT, into the vector cache)."""
+        """Write the transaction's queued index rows and review queue entries, and mirror
+        its open/closed changes into the vector index's current flags (and, after
+        COMMIT, into the vector cache)."""
+        if tx.review:
+            self.engine.supersession.enqueue(tx.cur, tx.review, tx.now)
+            tx.review = []
         if tx.keyword_rows:
             self.engine.indexing.flush_keywords(tx.cur, tx.keyword_rows)
             tx.keyword_rows = []

@@ -38,9 +38,10 @@ class Verdict:
 
 
 def queue_new_keys(tx: ledger.Tx, facts: Sequence[tuple[int, str]]) -> None:
-    """Queue (fact_id, tenant_id) of memories written under keys that had no version."""
-    if facts:
-        tx.engine.supersession.enqueue(tx.cur, list(facts), tx.now)
+    """Queue (fact_id, tenant_id) of memories written under keys that had no version;
+    the rows are written with the transaction's index rows (`FactWriter.finish`), in one
+    statement for a whole batch or group."""
+    tx.review.extend(facts)
 
 
 def apply(

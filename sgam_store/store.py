@@ -545,6 +545,7 @@ class SGAMStore(BaseStore):
                 index=put.op.index,
                 encoded=put.encoded,
                 keyword=put.keyword,
+                ns=ns_text,
             )
             if queue:
                 new_keys.append((row_id, tenant))  # a new fact's id is its first row id

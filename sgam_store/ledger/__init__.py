@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import (
@@ -121,10 +121,10 @@ class Tx:
         return self.engine.layout if self.engine is not None else namespaces.DEFAULT_LAYOUT
 
 
-@dataclass(frozen=True)
-class KeyTail:
-    """A key's believed state as one batched read found it: its latest version (None if
-    the key has none), and the earliest `created_at` among its versions."""
+class KeyTail(NamedTuple):
+    """A key's believed state as one batched read found it (or this transaction's own
+    write left it): its latest version (None if the key has none), and the earliest
+    `created_at` among its versions. A tuple: a batch builds one or two a put."""
 
     latest: FactRow | None
     first_created: str | None
@@ -246,10 +246,13 @@ def replace_fact(
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     policy: ConflictPolicy | None = None,
     encoded: tuple[str, int] | None = None,
+    ns: str | None = None,
 ) -> int:
     """Apply the design's write rule for one fact inside `tx`; return the new row id.
 
-    `encoded` is `encode_value(fact.value)` when the caller already computed it.
+    `encoded` is `encode_value(fact.value)` when the caller already computed it, `ns`
+    the key's namespace text when the caller built it from a checked namespace (the
+    store's puts: `_validate` checked the op's).
 
     1. same key and same valid_from already believed -> ConflictError (nothing written),
        unless `policy` decides: "keep" raises KeptExistingError (nothing written);
@@ -260,7 +263,8 @@ def replace_fact(
     3. else (it predates everything) the new fact ends where the next one begins.
     """
     value_text, scalar = encoded or encode_value(fact.value, max_value_bytes)
-    ns = namespaces.to_text(tx.layout.check_item(tx.layout.join(fact.tenant_id, fact.subject)))
+    if ns is None:
+        ns = namespaces.to_text(tx.layout.check_item(tx.layout.join(fact.tenant_id, fact.subject)))
     start = fact.valid_from
     key = (ns, fact.attribute)
     tail = tx.tails.get(key)

@@ -51,6 +51,7 @@ class FactWriter:
         policy: ConflictPolicy | None = None,
         encoded: tuple[str, int] | None = None,
         keyword: str | None = None,
+        ns: str | None = None,
     ) -> int:
         """The ledger rule, then the fact's index rows; returns the new row id.
 
@@ -66,6 +67,7 @@ class FactWriter:
             max_value_bytes=self.max_value_bytes,
             policy=policy,
             encoded=encoded,
+            ns=ns,
         )
         if index is not False:
             if keyword is None:

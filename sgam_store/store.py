@@ -77,6 +77,9 @@ class _RolledBack(Exception):
         self.report = report
 
 
+_Text = tuple[int, str, str]  # a text to embed: (its put's position, field, text)
+
+
 @dataclass
 class _PreparedPut:
     """A validated put: encoded value (None = delete), keyword text, vectors and TTL.
@@ -419,18 +422,29 @@ class SGAMStore(BaseStore):
 
     def _put_together(self, calls: list[tuple[list[Op], str]]) -> list[Any]:
         """Concurrent `abatch`es of puts, each with its provenance, gathered from one
-        event loop: each is validated and prepared on its own, then all are committed
-        together. Returns each call's results, or the error it raises."""
+        event loop: each is validated and prepared on its own, their texts embedded in
+        one call, then all are committed together. Returns each call's results, or the
+        error it raises."""
         self._ensure_ready()
         outcomes: list[Any] = [None] * len(calls)
-        queued: list[tuple[int, Hashable, list[_PreparedPut]]] = []
+        encoded: list[tuple[int, list[_PreparedPut], list[_Text]]] = []
         for n, (ops, source) in enumerate(calls):
             try:
                 for op in ops:
                     _validate(op, self.engine.filters, self.engine.layout)
-                queued.append((n, self._group_key(CURRENT, ops), self._prepare_puts(ops, source)))
+                encoded.append((n, *self._encode_puts(ops, source)))
             except Exception as error:
                 outcomes[n] = error
+        vectors = self._embed_together([texts for _, _, texts in encoded])
+        queued: list[tuple[int, Hashable, list[_PreparedPut]]] = []
+        for (n, puts, texts), mine in zip(encoded, vectors, strict=True):
+            try:
+                found = mine if mine is not None else self._embed_texts(texts)
+                self._attach_vectors(puts, texts, found)
+            except Exception as error:  # a vector the index refuses fails its own call
+                outcomes[n] = error
+                continue
+            queued.append((n, self._group_key(CURRENT, calls[n][0]), puts))
         errors = self._writes.submit([(key, puts) for _, key, puts in queued])
         for (n, _, _), error in zip(queued, errors, strict=True):
             outcomes[n] = error if error is not None else [None] * len(calls[n][0])
@@ -457,8 +471,17 @@ class SGAMStore(BaseStore):
 
     def _prepare_puts(self, ops: Sequence[Op], source: str) -> list[_PreparedPut]:
         """Encode values, build keyword text and embed, once and before the write lock."""
+        prepared, texts = self._encode_puts(ops, source)
+        self._attach_vectors(prepared, texts, self._embed_texts(texts))
+        return prepared
+
+    def _encode_puts(
+        self, ops: Sequence[Op], source: str
+    ) -> tuple[list[_PreparedPut], list[_Text]]:
+        """The puts of `ops` with their values encoded and keyword text built, and the
+        (put's position, field, text) of each text to embed for them."""
         prepared: list[_PreparedPut] = []
-        to_embed: list[tuple[int, str, str]] = []
+        to_embed: list[_Text] = []
         for op in ops:
             if not isinstance(op, PutOp):
                 continue
@@ -475,11 +498,36 @@ class SGAMStore(BaseStore):
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
                 ttl = self.ttl_config.get("default_ttl")
             prepared.append(_PreparedPut(op, encoded, keyword, [], ttl, source))
-        if to_embed and self._spec is not None:
-            vectors = self._spec.embeddings.embed_documents([t for _, _, t in to_embed])
-            for (pos, field, _), vector in zip(to_embed, vectors, strict=True):
-                prepared[pos].vectors.append((field, self._spec.check(vector)))
-        return prepared
+        return prepared, to_embed
+
+    def _embed_together(self, calls: list[list[_Text]]) -> list[list[list[float]] | None]:
+        """Each call's vectors, from one embedding call for all their texts (a model call
+        is per batch, not per text). If that call fails, None for each: every call then
+        embeds its own texts, so a text the model refuses fails only its call."""
+        try:
+            flat = self._embed_texts([text for texts in calls for text in texts])
+        except Exception:
+            return [None] * len(calls)
+        out: list[list[list[float]] | None] = []
+        at = 0
+        for texts in calls:
+            out.append(flat[at : at + len(texts)])
+            at += len(texts)
+        return out
+
+    def _embed_texts(self, texts: list[_Text]) -> list[list[float]]:
+        if not texts or self._spec is None:
+            return []
+        return self._spec.embeddings.embed_documents([text for _, _, text in texts])
+
+    def _attach_vectors(
+        self, prepared: list[_PreparedPut], texts: list[_Text], vectors: list[list[float]]
+    ) -> None:
+        """Each text's vector, checked against the index, onto its put."""
+        if self._spec is None:
+            return
+        for (pos, field, _), vector in zip(texts, vectors, strict=True):
+            prepared[pos].vectors.append((field, self._spec.check(vector)))
 
     def _apply_puts(
         self, tx: ledger.Tx, puts: list[_PreparedPut], starts: Sequence[str] | None = None

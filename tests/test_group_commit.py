@@ -310,6 +310,50 @@ async def test_aputs_from_many_tasks_commit_together_and_fail_alone(
         assert (item is None) if n == 5 else item.value == {"text": f"task {n}"}
 
 
+class CountingEmbeddings(HashEmbeddings):
+    """Counts `embed_documents` calls (a model call each) and refuses one text."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.calls: list[int] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        if any("refused" in text for text in texts):
+            raise ValueError("the model refuses this text")
+        return super().embed_documents(texts)
+
+
+async def test_gathered_aputs_embed_in_one_call_and_a_refused_text_fails_alone(
+    db_path: str,
+) -> None:
+    embeddings = CountingEmbeddings()
+    store = SGAMStore(db_path, index={"dims": 16, "embed": embeddings, "fields": ["text"]})
+    store.setup()
+    try:
+        await asyncio.gather(*(store.aput(NS, f"t{n}", {"text": f"task {n}"}) for n in range(12)))
+        assert embeddings.calls == [12]  # one model call for the twelve callers
+        hits = await store.asearch(NS, query="task 7", limit=1)
+        assert [h.key for h in hits] == ["t7"]  # each put got its own text's vector
+        embeddings.calls.clear()
+        words = ["fine", "fine", "refused", "fine"]
+        outcomes = await asyncio.gather(
+            *(store.aput(NS, f"r{n}", {"text": f"{w} {n}"}) for n, w in enumerate(words)),
+            return_exceptions=True,
+        )
+        assert embeddings.calls == [4, 1, 1, 1, 1]  # the shared call failed: one each
+        assert isinstance(outcomes[2], ValueError)
+        assert [o for n, o in enumerate(outcomes) if n != 2] == [None] * 3
+        assert await store.aget(NS, "r2") is None
+        assert [(await store.aget(NS, f"r{n}")).value["text"] for n in (0, 1, 3)] == [
+            "fine 0",
+            "fine 1",
+            "fine 3",
+        ]
+    finally:
+        store.close()
+
+
 async def test_abatch_of_puts_from_tasks_is_atomic_per_caller(store: SGAMStore) -> None:
     good = [PutOp(("acme", "b"), f"g{n}", {"text": f"good {n}"}) for n in range(3)]
     bad = [

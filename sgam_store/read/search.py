@@ -22,7 +22,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, Sear
 
 from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.errors import ConfigurationError
-from sgam_store.core.models import FactRow
+from sgam_store.core.models import FactRow, ItemRow
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
 Hits = list[tuple[int, float]]  # (fact_id, score), best first, before the scope check
@@ -128,9 +128,9 @@ class Scope:
 # ------------------------------------------------------------------ items
 
 
-def to_item(r: FactRow, score: float | None = None, search: bool = False) -> Item:
-    """An Item from a stored version (every get, listing and search builds one per row,
-    so no more than one call a field)."""
+def to_item(r: FactRow | ItemRow, score: float | None = None, search: bool = False) -> Item:
+    """An Item from a stored version, whole or as gets and listings read it (every get,
+    listing and search builds one per row, so no more than one call a field)."""
     if schema_migration.REGISTRY:  # dual-read: newest registered shape
         value = schema_migration.present(r._asdict())[0]
     else:

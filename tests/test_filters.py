@@ -124,3 +124,15 @@ def test_filters_agree_with_in_memory_store(engine: str) -> None:
             assert keys(sgam.as_of(datetime.now(UTC)), flt) == want
 
     agree()
+
+
+def test_plain_filters_that_compare_equal_in_python_stay_apart(store: SGAMStore) -> None:
+    """A filter of plain values is compiled once and reused (`Compiler.filter_sql`): 1,
+    1.0 and True are one key to a dict, yet each keeps its own match (a JSON number, of
+    either kind, is not a JSON boolean), asked one after the other, twice."""
+    for key, value in (("int", 1), ("float", 1.5), ("true", True), ("text", "1")):
+        store.put(("acme",), key, {"v": value})
+    expected = [(1, ["int"]), (1.0, ["int"]), (True, ["true"]), ("1", ["text"]), (1.5, ["float"])]
+    for _ in range(2):
+        for value, found in expected:
+            assert keys(store, {"v": value}) == found, value

@@ -48,5 +48,14 @@ def test_a_value_reads_back_as_json_reads_it(value: Any) -> None:
 
 
 def test_what_orjson_reads_otherwise() -> None:
-    for text in ['{"n": 12345678901234567890123}', '{"x": NaN}', '"\\ud800"', '{"a": 1, "a": 2}']:
+    cases = [
+        '{"n": 12345678901234567890123}',
+        '{"x": NaN}',
+        '"\\ud800"',
+        '{"a": 1, "a": 2}',
+        "18446744073709551616",  # 2**64: the first positive integer orjson rounds
+        '{"a": [{"b": -9223372036854775809}]}',  # below -2**63, nested
+        '[1e19, 18446744073709551615, -9223372036854775808, "12345678901234567890123"]',
+    ]
+    for text in cases:
         assert same(_loads(text), json.loads(text)), text

@@ -13,7 +13,7 @@ import pytest
 
 from sgam_store import ForeignDatabaseError, SchemaVersionError, SGAMStore
 from sgam_store.cli import main
-from sgam_store.engines.sqlite import connection, migrations
+from sgam_store.engines.sqlite import connection, migrations, reads
 from tests.fixtures.make_fixture import FIXTURE, INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,3 +209,28 @@ def test_sgam_commands_refuse_a_foreign_file(tmp_path: Path, capsys) -> None:
     _langgraph_sqlite_store_file(path)
     assert main(["ledger", "--db", str(path)]) == 2
     assert "LangGraph's SqliteStore" in capsys.readouterr().err
+
+
+def test_an_upgraded_file_reads_a_users_scope_from_an_index_alone(
+    v1_copy: str, tmp_path: Path
+) -> None:
+    """V9 put fact_id into facts_current_count: an old file gets the index a new one has,
+    and the scope a per-user search reads (`reads.in_scope`) never reads the table."""
+    fresh = str(tmp_path / "fresh.db")
+    for path in (v1_copy, fresh):
+        with SGAMStore.from_conn_string(path, index=INDEX) as store:
+            store.setup()
+    indexes = [
+        [row for row in schema_of(path) if row[0] == "index" and row[1] == "facts_current_count"]
+        for path in (v1_copy, fresh)
+    ]
+    assert indexes[0] == indexes[1] and "fact_id" in indexes[0][0][2]
+    with SGAMStore.from_conn_string(v1_copy, index=INDEX) as store:
+        where, params = reads._search_scope(None, None, "acme", ("acme", "mira"), None)
+        plan = store.conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
+            f"WHERE {where} LIMIT 500",
+            params,
+        ).fetchall()
+        assert sorted(reads.in_scope(store.conn, None, None, "acme", ("acme", "mira"), None, 500))
+    assert "COVERING INDEX facts_current_count" in " ".join(row[3] for row in plan), plan

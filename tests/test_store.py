@@ -151,6 +151,26 @@ def test_reopening_with_other_dims_is_an_error(db_path: str) -> None:
         s.setup()
 
 
+# Labels that sort just around the separator ('.' < '/'), or are GLOB metacharacters.
+BOUNDARY_LABELS = ["mira", "mira-2", "mira 2", "mira!", "mira*", "mira[", "mira/", "mira0", "mir"]
+
+
+def test_a_prefix_stops_at_label_boundaries(store: SGAMStore) -> None:
+    """A search under ("acme", "mira") holds "mira" and what is under it, never "mira-2":
+    listed, filtered, and ranked (a small scope is read whole)."""
+    for label in BOUNDARY_LABELS:
+        store.put(("acme", label), "k", {"text": f"note {label}", "kind": "a"})
+        store.put(("acme", label, "deep"), "k", {"text": f"deep note {label}", "kind": "a"})
+    for label in BOUNDARY_LABELS:
+        under = {("acme", label), ("acme", label, "deep")}
+        for found in (
+            store.search(("acme", label), limit=100),
+            store.search(("acme", label), filter={"kind": "a"}, limit=100),
+            store.search(("acme", label), query="note", limit=100),
+        ):
+            assert {tuple(item.namespace) for item in found} == under, label
+
+
 def test_list_namespaces(store: SGAMStore) -> None:
     for ns in [
         ("acme", "mira", "prefs"),

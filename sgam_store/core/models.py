@@ -134,6 +134,26 @@ class FactRow(NamedTuple):
     decided_by: str | None
 
 
+class ItemRow(NamedTuple):
+    """The columns of a version an item is built from (`read.search.to_item`), by the
+    names `FactRow` gives them: what the schema registry's dual read looks at
+    (`schema_migration.present`), and the expiry a remembered listing is valid until.
+
+    A get or a listing reads these 10 of the table's 23 columns: building a row of 23
+    from SQLite costs 14 of a filtered listing's 51 us (10 rows, measured at 5k)."""
+
+    namespace: str
+    attribute: str
+    value: str
+    scalar: int
+    memory_type: str
+    schema_version: int
+    valid_from: str
+    known_to: str | None
+    created_at: str
+    expires_at: str | None
+
+
 @dataclass(frozen=True)
 class ForeignItem:
     """An item of another store, on its way in (`SGAMStore.import_items`): its namespace,

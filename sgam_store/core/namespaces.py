@@ -10,7 +10,6 @@ rule), so the dot-joined text is unambiguous and round-trips.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -194,26 +193,23 @@ def check_subject(subject: str) -> str:
     return subject
 
 
-def glob_literal(text: str) -> str:
-    """Escape GLOB metacharacters. GLOB, not LIKE: LIKE is case-insensitive for ASCII."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
-
-
 def prefix_sql(column: str, prefix: Sequence[str]) -> tuple[str, list[str]]:
     """SQL matching namespaces under `prefix` at label boundaries ('foo' never matches 'foobar').
 
     The range [text, text + '/') holds the namespace and every one under it ('.' sorts just
     before '/'), and lets the planner seek an index on (tenant_id, namespace): with the
-    `= ? OR GLOB ?` alone, which keeps to label boundaries, it walked the tenant's current
-    facts instead (one subject of a 10,000-fact tenant: 6.3 -> 0.06 ms). An empty prefix
-    matches everything.
+    label test alone it walked the tenant's current facts instead (one subject of a
+    10,000-fact tenant: 6.3 -> 0.06 ms). Inside the range, a namespace at or past
+    text + '.' starts with it: the label test is two comparisons, where a GLOB cost about
+    a microsecond a row (one user's filtered listing at 5k, the statement 75 -> 32 us).
+    An empty prefix matches everything.
     """
     if not prefix:
         return "1", []
     text = to_text(prefix)
     return (
-        f"({column} >= ? AND {column} < ? AND ({column} = ? OR {column} GLOB ?))",
-        [text, text + "/", text, glob_literal(text) + ".*"],
+        f"({column} >= ? AND {column} < ? AND ({column} = ? OR {column} >= ?))",
+        [text, text + "/", text, text + SEP],
     )
 
 

@@ -39,16 +39,53 @@ def is_operators(spec: Any) -> bool:
     )
 
 
+# Filters of plain values a compiler keeps compiled (`Compiler.filter_sql`) before it
+# starts over.
+COMPILED = 256
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(filter: dict[str, Any] | None, tenant: str | None) -> tuple[Any, ...] | None:
+    """A key naming the SQL of a filter whose values are all plain (str, number, bool,
+    None), types included (1, 1.0 and True compile apart); None for any other filter."""
+    if not filter:
+        return None
+    key: list[Any] = [tenant]
+    for name, value in filter.items():
+        if value.__class__ not in _PLAIN:
+            return None
+        key += (name, value.__class__, value)
+    return tuple(key)
+
+
 class Compiler(Generic[P]):
     """Compiles a filter to one engine's SQL: the checks and the walk here, the leaves
     (paths, type tests, comparisons) in the engine's subclass."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[tuple[Any, ...], Sql] = {}
 
     true = "TRUE"  # the condition of an empty filter
     negated = "NOT COALESCE({}, FALSE)"  # a structure's `$ne`: NULL (missing) counts as unequal
 
     def filter_sql(self, filter: dict[str, Any] | None, tenant: str | None = None) -> Sql:
         """AND of all conditions; a dict of operators, or a value matched by value.
-        `tenant`: the statement reads only that tenant's current facts (see `narrowed`)."""
+        `tenant`: the statement reads only that tenant's current facts (see `narrowed`).
+
+        A filter of plain values (the common `{"kind": "fact"}`) is compiled once: every
+        search compiles its filter twice, to check it and to run it (2 x 5 us of a 50 us
+        filtered listing)."""
+        key = _plain(filter, tenant)
+        if key is None:
+            return self._compile(filter, tenant)
+        found = self._compiled.get(key)
+        if found is None:
+            if len(self._compiled) >= COMPILED:
+                self._compiled.clear()
+            found = self._compiled[key] = self._compile(filter, tenant)
+        return found[0], list(found[1])
+
+    def _compile(self, filter: dict[str, Any] | None, tenant: str | None) -> Sql:
         parts: list[str] = []
         params: list[Any] = []
         budget = [MAX_FILTER_TERMS]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sgam_store.core import clock
-from sgam_store.core.models import FactRow
+from sgam_store.core.models import FactRow, ItemRow
 from sgam_store.engines.common.dialect import Dialect
 from sgam_store.engines.common.predicates import F_COLUMNS, visible
 
@@ -45,20 +45,23 @@ def scope(
     return sql, _params(at, known_at, tenant)
 
 
+I_COLUMNS = ", ".join(f"f.{name}" for name in ItemRow._fields)
+
+
 @functools.cache
 def _get_sql(d: Dialect, cond: str) -> str:
-    head = f"SELECT {F_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND "
+    head = f"SELECT {I_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND "
     return d.sql(head) + cond + " ORDER BY f.valid_from DESC LIMIT 1"
 
 
 def key_version(
     d: Dialect, conn: Any, scope: tuple[str, list[Any]], namespace: str, key: str
-) -> FactRow | None:
+) -> ItemRow | None:
     """`get`: the key's version visible in the `scope` the engine built (the latest start,
-    should several be)."""
+    should several be), as an item is built from it."""
     cond, params = scope
     row = conn.execute(_get_sql(d, cond), (namespace, key, *params)).fetchone()
-    return None if row is None else FactRow._make(row)
+    return None if row is None else ItemRow._make(row)
 
 
 def state(

@@ -19,9 +19,10 @@ from functools import partial
 from typing import Any
 
 from sgam_store.core import analysis, namespaces
-from sgam_store.core.models import FactRow, StoredKey, latest_per_key
+from sgam_store.core.models import FactRow, ItemRow, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import SQLITE, export
+from sgam_store.engines.common.reads import I_COLUMNS
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
     FACT_BITS,
@@ -65,7 +66,7 @@ def _search_scope(
 
 def get(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
-) -> FactRow | None:
+) -> ItemRow | None:
     """The key's version visible in the scope (the latest start, should several be)."""
     return portable.key_version(SQLITE, conn, _scope(at, known_at, tenant), namespace, key)
 
@@ -98,8 +99,9 @@ def listing(
     filter: dict[str, Any] | None,
     limit: int,
     offset: int,
-) -> list[FactRow]:
-    """A page of the versions visible in the search scope, newest belief first.
+) -> list[ItemRow]:
+    """A page of the versions visible in the search scope, newest belief first, as
+    items are built from them.
 
     A tenant's current first page is remembered by the connection while nothing changed
     and none of its rows expired (`_remembered`)."""
@@ -110,13 +112,13 @@ def listing(
     current = tenant is not None and at is None and known_at is None
     hint = " INDEXED BY facts_current_recent" if current else ""
 
-    def read() -> tuple[list[FactRow], str | None]:
+    def read() -> tuple[list[ItemRow], str | None]:
         found = conn.execute(
-            f"SELECT {F_COLUMNS} FROM facts f{hint} WHERE {where} "
+            f"SELECT {I_COLUMNS} FROM facts f{hint} WHERE {where} "
             "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
             (*params, limit, offset),
         ).fetchall()
-        rows = [FactRow._make(row) for row in found]
+        rows = [ItemRow._make(row) for row in found]
         return rows, _first_expiry(r.expires_at for r in rows)
 
     if not current or offset:  # rows before an offset could expire unseen

@@ -10,11 +10,12 @@ arrive while earlier ones are in flight wait and go as one batch: one snapshot, 
 `get_many` statement. A few batches per scope run at once, so the database still serves
 them in parallel.
 
-Only gets are coalesced. A write keeps its own transaction, so one caller's conflict
-never fails another's put. Searches gain nothing from sharing a hop (each is several
-statements of its own) and measured slower coalesced: 133 against 186 searches/s at 64
-tasks. Should a combined batch fail, each caller's gets run again on their own, so
-every caller gets its own answer or its own error.
+Only gets are coalesced here; concurrent puts share a commit in `write/group.py`, which
+reruns a failed group caller by caller, so one caller's conflict never fails another's
+put. Searches gain nothing from sharing a hop (each is several statements of its own)
+and measured slower coalesced: 133 against 186 searches/s at 64 tasks. Should a
+combined batch fail, each caller's gets run again on their own, so every caller gets its
+own answer or its own error.
 """
 
 from __future__ import annotations

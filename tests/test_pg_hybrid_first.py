@@ -134,6 +134,8 @@ def test_the_statement_answers_as_the_separate_statements(
             ("initech", ("initech",), None, at),
         ]:
             terms = reads.keyword_terms(conn, "travel budget paris")
+            sized = (terms, reads.highest_row_id(conn))
+            assert reads.keyword_terms_sized(conn, "travel budget paris") == sized
             query = reads.keyword_query(conn, terms, tenant)
             first = reads.hybrid_first(conn, when, when, tenant, prefix, filter, query, vec, 8, 16)
             assert first is not None

@@ -421,13 +421,20 @@ class TermStats:
         self.frequency: dict[str, int] = {}
 
     def common(
-        self, engine: Any, conn: Any, terms: list[str], count: Callable[[str], int] | None = None
+        self,
+        engine: Any,
+        conn: Any,
+        terms: list[str],
+        count: Callable[[str], int] | None = None,
+        rows: int | None = None,
     ) -> set[str]:
         """Those of `terms` in more than COMMON_TERM_SHARE of the keyword rows; `count`
-        counts a term's rows where the caller already does (else `keyword_frequency`)."""
+        counts a term's rows where the caller already does (else `keyword_frequency`);
+        `rows` is `highest_row_id` where the caller read it in this snapshot."""
         # The highest row id counts every version ever written: an upper bound on keyword
         # rows (one per fact) that costs one index seek.
-        rows = engine.reads.highest_row_id(conn)
+        if rows is None:
+            rows = engine.reads.highest_row_id(conn)
         if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
             self.frequency, self.rows_at_fill = {}, rows
         ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
@@ -528,10 +535,11 @@ def drop_common_terms(
     terms: list[str],
     stats: TermStats,
     count: Callable[[str], int] | None = None,
+    rows: int | None = None,
 ) -> list[str]:
-    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` as
-    `TermStats.common` takes it."""
-    common = stats.common(engine, conn, terms, count) if terms else set()
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` and
+    `rows` as `TermStats.common` takes them."""
+    common = stats.common(engine, conn, terms, count, rows) if terms else set()
     return [t for t in terms if t not in common]
 
 
@@ -542,10 +550,16 @@ def keyword_match(
     (hybrid search, where vectors carry the semantics). None when nothing can match.
 
     The engine analyzes the query as its keyword rows were (`core.analysis`: the
-    database's language), so its terms are spelled as the index's."""
-    terms = engine.reads.keyword_terms(conn, op.query or "")
+    database's language), so its terms are spelled as the index's. Where the engine has
+    `keyword_terms_sized`, pruning reads the terms and the index's size in one statement."""
+    sized = getattr(engine.reads, "keyword_terms_sized", None) if prune is not None else None
+    rows = None
+    if sized is not None:
+        terms, rows = sized(conn, op.query or "")
+    else:
+        terms = engine.reads.keyword_terms(conn, op.query or "")
     if prune is not None:
-        terms = drop_common_terms(engine, conn, terms, prune)
+        terms = drop_common_terms(engine, conn, terms, prune, rows=rows)
     return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
 
 

@@ -391,11 +391,25 @@ def keyword_terms(conn: Any, text: str) -> list[str]:
     holds "2026", "-06", "-30", so a memory did not match its own text. As on SQLite
     under "simple", SIMPLE_STOPWORDS are dropped unless nothing else is left. The text is
     NFC-composed first: the parser reads a decomposed "é" as part of no word it stems."""
-    composed = unicodedata.normalize("NFC", text)
-    lexemes = conn.execute(
-        f"SELECT tsvector_to_array(to_tsvector({_CONFIG}, %s))", (composed,)
-    ).fetchone()[0]
+    return _terms(conn.execute(_TERMS, (unicodedata.normalize("NFC", text),)).fetchone()[0])
+
+
+_TERMS = f"SELECT tsvector_to_array(to_tsvector({_CONFIG}, %s))"
+
+
+def _terms(lexemes: list[str]) -> list[str]:
     return [t for t in lexemes if t not in analysis.SIMPLE_STOPWORDS] or lexemes
+
+
+def keyword_terms_sized(conn: Any, text: str) -> tuple[list[str], int]:
+    """(`keyword_terms`, `highest_row_id`) in one statement: hybrid search's term
+    statistics need both before its keyword query (one round trip fewer). An optional
+    feature of the statement set (`core.engine.OPTIONAL`)."""
+    lexemes, rows = conn.execute(
+        f"{_TERMS}, (SELECT COALESCE(MAX(row_id), 0) FROM facts)",
+        (unicodedata.normalize("NFC", text),),
+    ).fetchone()
+    return _terms(lexemes), rows
 
 
 def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:
@@ -473,7 +487,7 @@ def _vector_source(tenant: str | None, current: bool, sized: bool) -> tuple[str,
     where = ("is_current" if current else "TRUE") + (
         " AND tenant_id = %s" if tenant is not None else ""
     )
-    scan = f"SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors WHERE {where}"
+    scan = f"SELECT fact_id, embedding <=> (SELECT v FROM q) AS d FROM fact_vectors WHERE {where}"
     size = ""
     if sized:
         scan += " LIMIT %s"
@@ -512,7 +526,7 @@ def hybrid_first(
     vec = _vector(query_vec)
     scoped = [tenant] if tenant is not None else []
     source, size = _vector_source(tenant, current, sized)
-    vec_params = [vec, *scoped, *([EXACT_SCAN_MAX + 1] if sized else []), vector_n]
+    vec_params = [*scoped, *([EXACT_SCAN_MAX + 1] if sized else []), vector_n]
     size_params = [*scoped, EXACT_SCAN_MAX + 1] if sized else []
     kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
     if query is not None:
@@ -524,10 +538,12 @@ def hybrid_first(
         kw_params.append(keyword_n)
     where, where_params = _search_scope(at, known_at, tenant, prefix, filter)
     rows = conn.execute(
-        f"WITH kw AS MATERIALIZED ({kw_sql}), vec AS MATERIALIZED ({source}), "
+        # The query vector is sent and parsed once (q), for the scan and the cosines.
+        f"WITH q AS (SELECT %s::vector AS v), kw AS MATERIALIZED ({kw_sql}), "
+        f"vec AS MATERIALIZED ({source}), "
         "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id IN "
         f"(SELECT fact_id FROM kw UNION SELECT fact_id FROM vec) AND {where}), "
-        "cos AS (SELECT fact_id, MIN(embedding <=> %s::vector) AS d FROM fact_vectors "
+        "cos AS (SELECT fact_id, MIN(embedding <=> (SELECT v FROM q)) AS d FROM fact_vectors "
         "WHERE fact_id IN (SELECT fact_id FROM kw) GROUP BY fact_id) "
         # ts_rank_cd's real stays a column of its own: read as float8 it would score
         # 0.30000001 where keyword_hits reads 0.3.
@@ -535,7 +551,7 @@ def hybrid_first(
         "UNION ALL SELECT 1, fact_id, NULL, d, NULL FROM vec "
         "UNION ALL SELECT 2, fact_id, NULL, NULL, row_id FROM ok "
         f"UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos{size}",
-        (*kw_params, *vec_params, *where_params, vec, *size_params),
+        (vec, *kw_params, *vec_params, *where_params, *size_params),
     ).fetchall()
     return _hybrid_answer(rows, key, sized, keyword_n, vector_n)
 

@@ -541,10 +541,12 @@ def hybrid_first(
         # The query vector is sent and parsed once (q), for the scan and the cosines.
         f"WITH q AS (SELECT %s::vector AS v), kw AS MATERIALIZED ({kw_sql}), "
         f"vec AS MATERIALIZED ({source}), "
-        "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id IN "
-        f"(SELECT fact_id FROM kw UNION SELECT fact_id FROM vec) AND {where}), "
+        # The candidates as an array (an InitPlan), as `admitted` and `similarities` take
+        # theirs: the planner reads them by fact_id, never joins the scope to them.
+        "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(ARRAY("
+        f"SELECT fact_id FROM kw UNION SELECT fact_id FROM vec)) AND {where}), "
         "cos AS (SELECT fact_id, MIN(embedding <=> (SELECT v FROM q)) AS d FROM fact_vectors "
-        "WHERE fact_id IN (SELECT fact_id FROM kw) GROUP BY fact_id) "
+        "WHERE fact_id = ANY(ARRAY(SELECT fact_id FROM kw)) GROUP BY fact_id) "
         # ts_rank_cd's real stays a column of its own: read as float8 it would score
         # 0.30000001 where keyword_hits reads 0.3.
         "SELECT 0, fact_id, r, NULL::float8, NULL::bigint FROM kw "

@@ -541,12 +541,10 @@ def hybrid_first(
         # The query vector is sent and parsed once (q), for the scan and the cosines.
         f"WITH q AS (SELECT %s::vector AS v), kw AS MATERIALIZED ({kw_sql}), "
         f"vec AS MATERIALIZED ({source}), "
-        # Each candidate looked up by fact_id (OFFSET 0 keeps the lookup a subquery run
-        # per candidate): joined or filtered, the planner read the tenant's every fact
-        # where its statistics were not gathered yet, or under row security.
-        "ok AS (SELECT f.fact_id, f.row_id FROM (SELECT fact_id FROM kw UNION "
-        "SELECT fact_id FROM vec) AS c, LATERAL (SELECT f.fact_id, f.row_id FROM facts f "
-        f"WHERE f.fact_id = c.fact_id AND {where} OFFSET 0) AS f), "
+        # The candidates as an array (an InitPlan), as `admitted` and `similarities` take
+        # theirs: the planner reads them by fact_id, never joins the scope to them.
+        "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(ARRAY("
+        f"SELECT fact_id FROM kw UNION SELECT fact_id FROM vec)) AND {where}), "
         "cos AS (SELECT fact_id, MIN(embedding <=> (SELECT v FROM q)) AS d FROM fact_vectors "
         "WHERE fact_id = ANY(ARRAY(SELECT fact_id FROM kw)) GROUP BY fact_id) "
         # ts_rank_cd's real stays a column of its own: read as float8 it would score

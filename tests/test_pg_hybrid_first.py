@@ -166,3 +166,16 @@ def test_a_scope_too_large_to_scan_is_left_to_the_separate_statements(
     one = page(s, CASES["all tenants"], "lunch", None)
     monkeypatch.delattr(reads, "hybrid_first")
     assert one == page(s, CASES["all tenants"], "lunch", None)
+
+
+def test_optional_features_are_declared_and_offered() -> None:
+    """`core.engine.OPTIONAL` names features outside the required interface, each offered
+    by some engine: neutral code asks for them with getattr and has a way without."""
+    from sgam_store.core.engine import OPTIONAL, STATEMENTS
+    from sgam_store.engines.sqlite import reads as sqlite_reads
+
+    for group, names in OPTIONAL.items():
+        assert not names & STATEMENTS[group]
+        for name in names:
+            assert hasattr(reads, name) or hasattr(sqlite_reads, name), name
+    assert not hasattr(sqlite_reads, "hybrid_first")  # SQLite ranks through the interface

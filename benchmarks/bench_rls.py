@@ -12,7 +12,8 @@ round-robin, medians:
 
 Each searches through `for_tenant` views: keyword, vector and hybrid, over a whole
 tenant ("tenant", 10k facts) and one subject of it ("user": the LangMem shape, 20 facts).
-It also prints EXPLAIN of the keyword and vector statements with and without the policy.
+It also prints EXPLAIN of the statements a tenant's keyword, vector and hybrid search
+sends (captured from the store, replayed) with and without the policy.
 
     flock /tmp/sgam-bench.lock python benchmarks/bench_rls.py --size 20000
     flock /tmp/sgam-bench.lock python benchmarks/bench_rls.py --size 100000 --scopes user
@@ -49,8 +50,6 @@ GRANTS = [
     "REVOKE INSERT, UPDATE, DELETE ON sgam.sgam_meta FROM {role}",
     "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA sgam TO {role}",
 ]
-# The store's keyword statement (engines/postgres/reads.py, keyword_hits) for EXPLAIN.
-CONFIG = "(SELECT value FROM sgam_meta WHERE key = 'text_search_config')::regconfig"
 MODES = ("keyword", "vector", "hybrid")
 HANDLES = ("off", "setting", "RLS")
 
@@ -128,27 +127,38 @@ def measure(
     return rows
 
 
-def explain(uris: dict[str, str], work: harness.Workload, embedder: Any) -> dict[str, str]:
-    """Plans of a tenant's keyword and vector candidates, bound by the policy or not. The
-    keyword statement is the store's (`reads.keyword_hits`: the configuration read from
-    sgam_meta inside `to_tsquery`), and the same with the tsquery computed once."""
+def sent(store: SGAMStore, tenant: str, question: str) -> list[tuple[str, Any]]:
+    """Every statement one search of `store` sends, with its parameters, as sent: the
+    connection's `execute` is wrapped for the call (benchmarks use public names only)."""
+    captured: list[tuple[str, Any]] = []
+    execute = psycopg.Connection.execute
+
+    def recording(conn: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        captured.append((str(query), params))
+        return execute(conn, query, params, **kwargs)
+
+    psycopg.Connection.execute = recording  # type: ignore[method-assign]
+    try:
+        store.for_tenant(tenant).search((), query=question, limit=10)
+    finally:
+        psycopg.Connection.execute = execute  # type: ignore[method-assign]
+    # The search's reads: not the pool's check (""), the transaction or the setting.
+    skip = ("BEGIN", "COMMIT", "SELECT set_config")
+    return [(sql, params) for sql, params in captured if sql and not sql.startswith(skip)]
+
+
+def explain(stores: dict[str, SGAMStore], uris: dict[str, str], work: harness.Workload) -> dict:
+    """Plans of a tenant's keyword, vector and hybrid search, bound by the policy or not:
+    the statements the store sends (captured from a search of the RLS handle), replayed
+    under EXPLAIN ANALYZE with the tenant's setting, as the application role and as the
+    BYPASSRLS one."""
     tenant, question = work.tenant_queries[0]
-    terms = " | ".join(f"'{t}'" for t in dict.fromkeys(re.findall(r"\w+", question.lower())))
-    vector = "[" + ",".join(f"{x:.6f}" for x in embedder.vector("plan probe")) + "]"
-    ranked = "SELECT k.fact_id, ts_rank_cd(k.tsv, {q}) AS r FROM fact_keywords k "
-    ranked += "WHERE k.tsv @@ {q} AND k.tenant_id = %s ORDER BY r DESC, k.fact_id LIMIT 30"
-    statements = {
-        "keyword": (ranked.format(q=f"to_tsquery({CONFIG}, %s)"), [terms, terms, tenant]),
-        "keyword, tsquery computed once": (
-            ranked.format(q="%s::tsquery"),
-            [_tsquery(uris["app"], terms)] * 2 + [tenant],
-        ),
-        "vector": (
-            "SELECT fact_id FROM fact_vectors WHERE is_current AND tenant_id = %s "
-            "ORDER BY embedding <=> %s::vector LIMIT 10",
-            [tenant, vector],
-        ),
-    }
+    statements = {}
+    for mode in MODES:
+        store = stores["RLS"]
+        store.retrieval = type(store.retrieval)(mode=mode)
+        for i, statement in enumerate(sent(store, tenant, question)):
+            statements[f"{mode} search, statement {i + 1}"] = statement
     plans = {}
     for who, uri in (("RLS", uris["app"]), ("off", uris["bypass"])):
         with psycopg.connect(uri, options="-c search_path=sgam,public") as conn:
@@ -156,13 +166,10 @@ def explain(uris: dict[str, str], work: harness.Workload, embedder: Any) -> dict
             for name, (sql, params) in statements.items():
                 rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
                 text = "\n".join(r[0] for r in rows if "Buffers" not in r[0])
-                plans[f"{name}, {who}"] = re.sub(r"'\[[^]]*\]'::vector", "$query", text)
+                head = re.sub(r"'\[[^]]*\]'", "$query", sql)[:100]
+                text = re.sub(r"'\[[^]]*\]'::vector", "$query", text)
+                plans[f"{name}, {who}"] = f"{head}...\n{text}"
     return plans
-
-
-def _tsquery(uri: str, terms: str) -> str:
-    with psycopg.connect(uri, options="-c search_path=sgam,public") as conn:
-        return conn.execute(f"SELECT to_tsquery({CONFIG}, %s)::text", (terms,)).fetchone()[0]
 
 
 def table(size: int, rows: list[dict[str, Any]]) -> str:
@@ -202,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         uris = make_roles(uri)
         stores = open_handles(uris, embedder)
         rows = measure(stores, work, scopes, samples)
-        plans = explain(uris, work, embedder)
+        plans = explain(stores, uris, work)
         for store in stores.values():
             store.close()
         print(table(size, rows), flush=True)

@@ -135,6 +135,14 @@ STATEMENTS: dict[str, frozenset[str]] = {
     "counts": frozenset({"current_keys"}),
 }
 
+# Features a statement set may lack: neutral code asks for them with getattr and takes
+# the interface's statements where one is missing. SQLite's in-process keyword scorer of
+# small scopes; PostgreSQL's statements that fold several of the interface's into one
+# round trip (on SQLite statements are no round trips, and vectors come from the
+# in-process mirror).
+OPTIONAL: dict[str, frozenset[str]] = {
+    "reads": frozenset({"keyword_mirror", "hybrid_first", "keyword_terms_sized"})
+}
 
 # The neutral tables `engine.transfer` exports and imports (`sgam copy`), in an order
 # that satisfies the foreign keys, with their columns; every engine stores them under

@@ -163,7 +163,7 @@ class Ranker:
         # contend for the GIL while both run Python.
         keywords = keyword_match(engine, conn, scope, op, self._terms)
         scan = self._scan(conn, scope, op, query_vec, depth, overlap=True)
-        vector, keyword = hybrid_rankings(
+        vector, keyword, known = hybrid_rankings(
             engine, conn, scope, op, query_vec, depth, seen, scan, keywords
         )
         vector = vector[: contributed(depth, cfg)]
@@ -171,7 +171,9 @@ class Ranker:
         # exact cosine, so the vector ranking covers the whole candidate union.
         cosine = {fid: score for fid, score, _ in vector}
         missing = [fid for fid, _, _ in keyword if fid not in cosine]
-        extra = cosine_for(engine, conn, missing, query_vec, scan())
+        extra = {fid: sim for fid in missing if (sim := known.get(fid)) is not None}
+        rest = [fid for fid in missing if fid not in known]
+        extra.update(cosine_for(engine, conn, rest, query_vec, scan()))
         cosine.update(extra)
         vector = sorted(
             vector + [(fid, extra[fid], row) for fid, _, row in keyword if fid in extra],
@@ -309,6 +311,10 @@ class Candidates:
         batches, even when the vector batch comes from the engine after this call."""
         self.pending.extend(fact_ids)
 
+    def learn(self, fact_ids: list[int], admitted: dict[int, int]) -> None:
+        """Record a check the engine ran itself: `admitted` of `fact_ids`."""
+        self.rows.update({fid: admitted.get(fid) for fid in fact_ids})
+
     def check(self, fact_ids: Iterable[int]) -> None:
         wanted, self.pending = [*self.pending, *fact_ids], []
         unknown = [fid for fid in dict.fromkeys(wanted) if fid not in self.rows]
@@ -375,7 +381,8 @@ def vector_ranking(
 ) -> Ranked:
     """(fact_id, similarity, row_id) best first: from the cache's `scan` when given,
     else from the engine's vector index (point-in-time searches), which past its k
-    ceiling falls back to an exact scan."""
+    ceiling falls back to an exact scan; `first` is the first batch when the caller
+    already fetched it."""
     if scan is not None:
         return deepen(cached_vectors(scan), vector_depth(want), want, seen, first)
     capped = False
@@ -386,7 +393,7 @@ def vector_ranking(
         hits, exhausted, capped = engine.reads.nearest(conn, query_vec, n, tenant, scope.current)
         return hits, exhausted
 
-    ranked = deepen(knn, vector_depth(want), want, seen)
+    ranked = deepen(knn, vector_depth(want), want, seen, first)
     if len(ranked) < want and capped:
         return engine.reads.nearest_exact(
             conn, scope.at, scope.known_at, *search.narrow(engine, scope, op), op.filter, query_vec
@@ -414,13 +421,20 @@ class TermStats:
         self.frequency: dict[str, int] = {}
 
     def common(
-        self, engine: Any, conn: Any, terms: list[str], count: Callable[[str], int] | None = None
+        self,
+        engine: Any,
+        conn: Any,
+        terms: list[str],
+        count: Callable[[str], int] | None = None,
+        rows: int | None = None,
     ) -> set[str]:
         """Those of `terms` in more than COMMON_TERM_SHARE of the keyword rows; `count`
-        counts a term's rows where the caller already does (else `keyword_frequency`)."""
+        counts a term's rows where the caller already does (else `keyword_frequency`);
+        `rows` is `highest_row_id` where the caller read it in this snapshot."""
         # The highest row id counts every version ever written: an upper bound on keyword
         # rows (one per fact) that costs one index seek.
-        rows = engine.reads.highest_row_id(conn)
+        if rows is None:
+            rows = engine.reads.highest_row_id(conn)
         if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
             self.frequency, self.rows_at_fill = {}, rows
         ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
@@ -521,10 +535,11 @@ def drop_common_terms(
     terms: list[str],
     stats: TermStats,
     count: Callable[[str], int] | None = None,
+    rows: int | None = None,
 ) -> list[str]:
-    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` as
-    `TermStats.common` takes it."""
-    common = stats.common(engine, conn, terms, count) if terms else set()
+    """Terms minus those too common to discriminate (see COMMON_TERM_SHARE); `count` and
+    `rows` as `TermStats.common` takes them."""
+    common = stats.common(engine, conn, terms, count, rows) if terms else set()
     return [t for t in terms if t not in common]
 
 
@@ -535,10 +550,16 @@ def keyword_match(
     (hybrid search, where vectors carry the semantics). None when nothing can match.
 
     The engine analyzes the query as its keyword rows were (`core.analysis`: the
-    database's language), so its terms are spelled as the index's."""
-    terms = engine.reads.keyword_terms(conn, op.query or "")
+    database's language), so its terms are spelled as the index's. Where the engine has
+    `keyword_terms_sized`, pruning reads the terms and the index's size in one statement."""
+    sized = getattr(engine.reads, "keyword_terms_sized", None) if prune is not None else None
+    rows = None
+    if sized is not None:
+        terms, rows = sized(conn, op.query or "")
+    else:
+        terms = engine.reads.keyword_terms(conn, op.query or "")
     if prune is not None:
-        terms = drop_common_terms(engine, conn, terms, prune)
+        terms = drop_common_terms(engine, conn, terms, prune, rows=rows)
     return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
 
 
@@ -608,25 +629,69 @@ def hybrid_rankings(
     seen: Candidates,
     scan: Callable[[], Scan | None],
     keywords: Any | None,
-) -> tuple[Ranked, Ranked]:
-    """(vector ranking, keyword ranking): keywords `want` deep when that many match,
-    vectors at least as deep (how many of them enter fusion is `contributed`).
+) -> tuple[Ranked, Ranked, dict[int, float | None]]:
+    """(vector ranking, keyword ranking, cosines known so far): keywords `want` deep when
+    that many match, vectors at least as deep (how many of them enter fusion is
+    `contributed`); the cosines are those of the first keyword batch where the engine's
+    first step took them (None: a fact without vectors).
 
     `scan()` waits for the cache's similarity scan, which may be running in another
     thread while the keyword ranking runs here (None: use the engine's vector index).
     `keywords` is the engine's keyword query. The first batch of both sides is checked
-    against the scope in one query (the vector ranking's first admit).
+    against the scope in one query (the vector ranking's first admit), or, where the
+    engine has `hybrid_first`, fetched, checked and the keyword batch's cosines taken in
+    one statement.
     """
     fetch_keywords: Fetch = (
         keyword_fetch(engine, conn, keywords) if keywords else lambda n: ([], True)
     )
-    kw_first = fetch_keywords(keyword_depth(want))
-    cached = scan()
-    vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
-    seen.defer(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
+    known: dict[int, float | None] = {}
+    first = _first_step(engine, conn, scope, op, query_vec, want, scan, keywords)
+    if first is not None:
+        kw_first, vec_first = first.keyword, first.vector
+        seen.learn([fid for fid, _ in kw_first[0] + vec_first[0]], first.admitted)
+        known = {fid: first.cosines.get(fid) for fid, _ in kw_first[0]}
+        cached = None
+    else:
+        kw_first = fetch_keywords(keyword_depth(want))
+        cached = scan()
+        vec_first = cached_vectors(cached)(vector_depth(want)) if cached is not None else None
+        seen.defer(fid for fid, _ in (vec_first[0] if vec_first else []) + kw_first[0])
     vector = vector_ranking(engine, conn, scope, op, query_vec, want, seen, cached, vec_first)
     keyword = deepen(fetch_keywords, keyword_depth(want), want, seen, kw_first)[:want]
-    return vector, keyword
+    return vector, keyword, known
+
+
+def _first_step(
+    engine: Any,
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    query_vec: bytes,
+    want: int,
+    scan: Callable[[], Scan | None],
+    keywords: Any | None,
+) -> Any | None:
+    """The engine's `hybrid_first` (an optional feature, see `core.engine.OPTIONAL`):
+    both rankings' first batches, their scope check and the keyword batch's cosines in
+    one round trip, where no in-process scan answers; None where the engine has none or
+    declines (a scope its vector index must walk)."""
+    step = getattr(engine.reads, "hybrid_first", None)
+    if step is None or scan() is not None:
+        return None
+    tenant, prefix = search.narrow(engine, scope, op)
+    return step(
+        conn,
+        scope.at,
+        scope.known_at,
+        tenant,
+        prefix,
+        op.filter,
+        keywords,
+        query_vec,
+        keyword_depth(want),
+        vector_depth(want),
+    )
 
 
 def _tie_ranks(ranked: Ranked) -> dict[int, int]:

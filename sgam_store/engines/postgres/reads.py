@@ -391,11 +391,25 @@ def keyword_terms(conn: Any, text: str) -> list[str]:
     holds "2026", "-06", "-30", so a memory did not match its own text. As on SQLite
     under "simple", SIMPLE_STOPWORDS are dropped unless nothing else is left. The text is
     NFC-composed first: the parser reads a decomposed "é" as part of no word it stems."""
-    composed = unicodedata.normalize("NFC", text)
-    lexemes = conn.execute(
-        f"SELECT tsvector_to_array(to_tsvector({_CONFIG}, %s))", (composed,)
-    ).fetchone()[0]
+    return _terms(conn.execute(_TERMS, (unicodedata.normalize("NFC", text),)).fetchone()[0])
+
+
+_TERMS = f"SELECT tsvector_to_array(to_tsvector({_CONFIG}, %s))"
+
+
+def _terms(lexemes: list[str]) -> list[str]:
     return [t for t in lexemes if t not in analysis.SIMPLE_STOPWORDS] or lexemes
+
+
+def keyword_terms_sized(conn: Any, text: str) -> tuple[list[str], int]:
+    """(`keyword_terms`, `highest_row_id`) in one statement: hybrid search's term
+    statistics need both before its keyword query (one round trip fewer). An optional
+    feature of the statement set (`core.engine.OPTIONAL`)."""
+    lexemes, rows = conn.execute(
+        f"{_TERMS}, (SELECT COALESCE(MAX(row_id), 0) FROM facts)",
+        (unicodedata.normalize("NFC", text),),
+    ).fetchone()
+    return _terms(lexemes), rows
 
 
 def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQuery | None:
@@ -447,3 +461,124 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
         sql, params = sql + " AND k.tenant_id = %s", [*params, query.tenant]
     found = conn.execute(f"{sql} ORDER BY r DESC, k.fact_id LIMIT %s", (*params, n)).fetchall()
     return [(fid, r / (1.0 + r)) for fid, r in found]
+
+
+# ---------------------------------------------------------------- hybrid search's first step
+
+
+@dataclass(frozen=True)
+class HybridFirst:
+    """Hybrid search's first step, as the separate statements would answer it: the
+    keyword and vector rankings' first batches (`keyword_hits`, `nearest`: hits, whether
+    the ranking has no more), `admitted` of both batches' facts, and `similarities` of
+    the keyword batch's facts."""
+
+    keyword: tuple[Hits, bool]
+    vector: tuple[Hits, bool]
+    admitted: dict[int, int]
+    cosines: dict[int, float]
+
+
+def _vector_source(tenant: str | None, current: bool, sized: bool) -> tuple[str, str]:
+    """(the first-batch vector subquery, a row with the scope's size) as `nearest` would
+    scan: the exact scan of current vectors (`_current_scan`; with `_sized_scan`'s bounded
+    count when the scope's size is not known), or every vector of a point-in-time search
+    (`_scan`)."""
+    where = ("is_current" if current else "TRUE") + (
+        " AND tenant_id = %s" if tenant is not None else ""
+    )
+    scan = f"SELECT fact_id, embedding <=> (SELECT v FROM q) AS d FROM fact_vectors WHERE {where}"
+    size = ""
+    if sized:
+        scan += " LIMIT %s"
+        size = " UNION ALL SELECT 4, NULL, NULL, NULL, count(*) FROM "
+        size += f"(SELECT 1 FROM fact_vectors WHERE {where} LIMIT %s) AS c"
+    elif current:
+        scan += " OFFSET 0"  # keeps the planner off the HNSW index (see _current_scan)
+    return f"SELECT fact_id, d FROM ({scan}) AS s ORDER BY d LIMIT %s", size
+
+
+def hybrid_first(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    query: KeywordQuery | None,
+    query_vec: bytes,
+    keyword_n: int,
+    vector_n: int,
+) -> HybridFirst | None:
+    """Hybrid search's first step in one statement (one round trip for four): see
+    `HybridFirst`. None where `nearest` would walk the HNSW index (a current scope
+    larger than EXACT_SCAN_MAX): the caller takes the separate statements then.
+
+    An optional feature of the statement set (`core.engine.OPTIONAL`): SQLite's vector
+    ranking reads the in-process mirror, and its statements are not round trips."""
+    current = at is None and known_at is None
+    key = (conn.pgconn.host, conn.pgconn.port, conn.pgconn.db, tenant)
+    seen = _small_seen.get(key) if current else None
+    fresh = seen is not None and time.monotonic() - seen[0] < SMALL_TTL_S
+    if fresh and not seen[1]:  # type: ignore[index]
+        return None
+    sized = current and not fresh
+    vec = _vector(query_vec)
+    scoped = [tenant] if tenant is not None else []
+    source, size = _vector_source(tenant, current, sized)
+    vec_params = [*scoped, *([EXACT_SCAN_MAX + 1] if sized else []), vector_n]
+    size_params = [*scoped, EXACT_SCAN_MAX + 1] if sized else []
+    kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
+    if query is not None:
+        kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
+        confined = query.tenant is not None
+        kw_sql += "WHERE k.tsv @@ %s::tsquery" + (" AND k.tenant_id = %s" if confined else "")
+        kw_sql += " ORDER BY r DESC, k.fact_id LIMIT %s"
+        kw_params = [query.tsquery, query.tsquery, *([query.tenant] if confined else [])]
+        kw_params.append(keyword_n)
+    where, where_params = _search_scope(at, known_at, tenant, prefix, filter)
+    rows = conn.execute(
+        # The query vector is sent and parsed once (q), for the scan and the cosines.
+        f"WITH q AS (SELECT %s::vector AS v), kw AS MATERIALIZED ({kw_sql}), "
+        f"vec AS MATERIALIZED ({source}), "
+        # The candidates as an array (an InitPlan), as `admitted` and `similarities` take
+        # theirs: the planner reads them by fact_id, never joins the scope to them.
+        "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(ARRAY("
+        f"SELECT fact_id FROM kw UNION SELECT fact_id FROM vec)) AND {where}), "
+        "cos AS (SELECT fact_id, MIN(embedding <=> (SELECT v FROM q)) AS d FROM fact_vectors "
+        "WHERE fact_id = ANY(ARRAY(SELECT fact_id FROM kw)) GROUP BY fact_id) "
+        # ts_rank_cd's real stays a column of its own: read as float8 it would score
+        # 0.30000001 where keyword_hits reads 0.3.
+        "SELECT 0, fact_id, r, NULL::float8, NULL::bigint FROM kw "
+        "UNION ALL SELECT 1, fact_id, NULL, d, NULL FROM vec "
+        "UNION ALL SELECT 2, fact_id, NULL, NULL, row_id FROM ok "
+        f"UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos{size}",
+        (vec, *kw_params, *vec_params, *where_params, *size_params),
+    ).fetchall()
+    return _hybrid_answer(rows, key, sized, keyword_n, vector_n)
+
+
+def _hybrid_answer(
+    rows: list[tuple[Any, ...]], key: tuple[Any, ...], sized: bool, keyword_n: int, vector_n: int
+) -> HybridFirst | None:
+    """`hybrid_first`'s rows (kind, fact_id, rank, distance, row_id; kind 4: the scope's
+    size in row_id) in its answer."""
+    parts: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: [], 4: []}
+    for row in rows:
+        parts[row[0]].append(row)
+    if sized:
+        small = parts[4][0][4] <= EXACT_SCAN_MAX
+        _small_seen[key] = (time.monotonic(), small)
+        if not small:
+            return None
+    # Each part in the order its own statement gives (a union promises none).
+    best = sorted(parts[0], key=lambda row: (-row[2], row[1]))
+    keyword = [(fid, r / (1.0 + r)) for _, fid, r, _, _ in best]
+    found = parts[1]
+    vector = sorted(((fid, 1.0 - d) for _, fid, _, d, _ in found), key=lambda h: (-h[1], h[0]))
+    return HybridFirst(
+        keyword=(keyword, len(keyword) < keyword_n),
+        vector=(vector, len(found) < vector_n),
+        admitted={fid: row_id for _, fid, _, _, row_id in parts[2]},
+        cosines={fid: 1.0 - d for _, fid, _, d, _ in parts[3]},
+    )

@@ -45,6 +45,19 @@ def scope(
     return sql, _params(at, known_at, tenant)
 
 
+def distinct_namespaces(
+    conn: Any, scope: tuple[str, list[Any]], under: tuple[str, list[Any]]
+) -> list[str]:
+    """`namespaces_under`: the distinct namespaces (as stored text) of facts visible in the
+    `scope` and `under` a prefix, both SQL the engine built in its own dialect."""
+    (cond, params), (ns_sql, ns_params) = scope, under
+    rows = conn.execute(
+        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
+        (*params, *ns_params),
+    ).fetchall()
+    return [text for (text,) in rows]
+
+
 I_COLUMNS = ", ".join(f"f.{name}" for name in ItemRow._fields)
 
 

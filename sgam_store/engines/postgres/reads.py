@@ -36,7 +36,7 @@ import numpy as np
 from psycopg.pq import TransactionStatus
 
 from sgam_store.core import analysis, namespaces
-from sgam_store.core.models import FactRow, StoredKey, latest_per_key
+from sgam_store.core.models import FactRow, ItemRow, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres.filters import filter_sql
@@ -93,7 +93,7 @@ def _search_scope(
 
 def get(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, namespace: str, key: str
-) -> FactRow | None:
+) -> ItemRow | None:
     """The key's version visible in the scope (the latest start, should several be)."""
     return portable.key_version(POSTGRES, conn, _scope(at, known_at, tenant), namespace, key)
 
@@ -121,15 +121,16 @@ def listing(
     filter: dict[str, Any] | None,
     limit: int,
     offset: int,
-) -> list[FactRow]:
-    """A page of the versions visible in the search scope, newest belief first."""
+) -> list[ItemRow]:
+    """A page of the versions visible in the search scope, newest belief first (the
+    columns an item is built from, as on SQLite)."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     rows = conn.execute(
-        f"SELECT {F_COLUMNS} FROM facts f WHERE {where} "
+        f"SELECT {portable.I_COLUMNS} FROM facts f WHERE {where} "
         "ORDER BY f.known_from DESC, f.row_id DESC LIMIT %s OFFSET %s",
         (*params, limit, offset),
     ).fetchall()
-    return [FactRow._make(row) for row in rows]
+    return [ItemRow._make(row) for row in rows]
 
 
 def admitted(
@@ -183,13 +184,7 @@ def namespaces_under(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, prefix: Sequence[str]
 ) -> list[str]:
     """The distinct namespaces (as stored text) of visible facts under `prefix`."""
-    cond, params = _scope(at, known_at, tenant)
-    ns_sql, ns_params = _prefix_sql(prefix)
-    rows = conn.execute(
-        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
-        (*params, *ns_params),
-    ).fetchall()
-    return [text for (text,) in rows]
+    return portable.distinct_namespaces(conn, _scope(at, known_at, tenant), _prefix_sql(prefix))
 
 
 def structured_state(

@@ -241,13 +241,9 @@ def namespaces_under(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, prefix: Sequence[str]
 ) -> list[str]:
     """The distinct namespaces (as stored text) of visible facts under `prefix`."""
-    cond, params = _scope(at, known_at, tenant)
-    ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
-    rows = conn.execute(
-        f"SELECT DISTINCT f.namespace FROM facts f WHERE {cond} AND {ns_sql}",
-        (*params, *ns_params),
-    ).fetchall()
-    return [text for (text,) in rows]
+    return portable.distinct_namespaces(
+        conn, _scope(at, known_at, tenant), namespaces.prefix_sql("f.namespace", prefix)
+    )
 
 
 def structured_state(

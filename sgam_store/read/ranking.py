@@ -114,7 +114,8 @@ class Ranker:
         vec = self.embed_queries([op]).get(0)
         with self._engine.reading() as conn:
             ranked = self.rank(conn, scope, op, vec, retrieval)[:limit]
-            rows = self._engine.reads.rows_by_id(conn, [row_id for _, _, row_id in ranked])
+            ids = [row_id for _, _, row_id in ranked]
+            rows = self._engine.reads.rows_by_id(conn, ids, whole=True)
         return [ledger.row_to_fact(rows[row_id]) for _, _, row_id in ranked]
 
     def rank(

@@ -226,25 +226,6 @@ def _remembered(
     return entry[0]
 
 
-def rows_by_id(
-    conn: Any, row_ids: list[int], whole: bool = False
-) -> dict[int, ItemRow] | dict[int, FactRow]:
-    """The given versions by row_id (a ranked page's, read last): the columns an item is
-    built from (a 10-row page of whole rows cost ~30 us more at 5k), or `whole` rows."""
-    if not row_ids:
-        return {}
-    if whole:
-        rows = conn.execute(
-            f"SELECT {F_COLUMNS} FROM facts f WHERE {in_list('f.row_id')}", (as_list(row_ids),)
-        ).fetchall()
-        return {row[0]: FactRow._make(row) for row in rows}
-    rows = conn.execute(
-        f"SELECT f.row_id, {I_COLUMNS} FROM facts f WHERE {in_list('f.row_id')}",
-        (as_list(row_ids),),
-    ).fetchall()
-    return {row[0]: ItemRow._make(row[1:]) for row in rows}
-
-
 def namespaces_under(
     conn: Any, at: str | None, known_at: str | None, tenant: str | None, prefix: Sequence[str]
 ) -> list[str]:

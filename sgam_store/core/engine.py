@@ -141,7 +141,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
 # round trip (on SQLite statements are no round trips, and vectors come from the
 # in-process mirror).
 OPTIONAL: dict[str, frozenset[str]] = {
-    "reads": frozenset({"keyword_mirror", "hybrid_first", "keyword_terms_sized"})
+    "reads": frozenset({"keyword_mirror", "hybrid_first", "keyword_terms_sized", "scope_scored"})
 }
 
 # The neutral tables `engine.transfer` exports and imports (`sgam copy`), in an order

@@ -14,6 +14,7 @@ import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -149,9 +150,10 @@ class Ranker:
         depth = max(want, cfg.depth)
         engine = self._engine
         use_vectors = query_vec is not None and self._spec is not None and cfg.mode != "keyword"
-        small = self._small_scope(conn, scope, op)
+        small, terms = self._small_scope(conn, scope, op, query_vec if use_vectors else None, cfg)
         if small is not None:
-            return self._rank_small(conn, scope, op, query_vec if use_vectors else None, cfg, small)
+            vec = query_vec if use_vectors else None
+            return self._rank_small(conn, scope, op, vec, cfg, small, terms)
         seen = Candidates(engine, conn, scope, op)
         if not use_vectors:
             return keyword_ranking(engine, conn, scope, op, want, seen), True
@@ -162,7 +164,7 @@ class Ranker:
             return found, False
         # The keyword query is prepared before the scan starts, so the two threads do not
         # contend for the GIL while both run Python.
-        keywords = keyword_match(engine, conn, scope, op, self._terms)
+        keywords = keyword_match(engine, conn, scope, op, self._terms, terms)
         scan = self._scan(conn, scope, op, query_vec, depth, overlap=True)
         vector, keyword, known = hybrid_rankings(
             engine, conn, scope, op, query_vec, depth, seen, scan, keywords
@@ -182,17 +184,29 @@ class Ranker:
         )
         return fuse(vector, keyword, cosine, cfg), not cosine
 
-    def _small_scope(self, conn: Any, scope: Scope, op: SearchOp) -> dict[int, int] | None:
-        """{fact_id: row_id} of a search scope deeper than its tenant that holds at most
-        SMALL_SCOPE_MAX facts; None for any other scope."""
-        tenant, prefix = search.narrow(self._engine, scope, op)
-        narrowing = len(prefix) - (self._engine.layout.tenant_of(prefix) is not None)
+    def _small_scope(
+        self, conn: Any, scope: Scope, op: SearchOp, query_vec: bytes | None, cfg: RetrievalConfig
+    ) -> tuple[Any | None, list[str] | None]:
+        """(the facts of a search scope deeper than its tenant that holds at most
+        SMALL_SCOPE_MAX facts, or None for any other scope; the hybrid query's pruned terms
+        where they were read first). The facts are a `SmallScope`, or, where the engine has
+        `scope_scored` (an optional feature, see `core.engine.OPTIONAL`) and vectors rank,
+        its answer: the facts with their keyword scores and cosines in one round trip. The
+        terms it needs are read before it; should the scope not be small, the tenant-wide
+        keyword query takes them."""
+        engine = self._engine
+        tenant, prefix = search.narrow(engine, scope, op)
+        narrowing = len(prefix) - (engine.layout.tenant_of(prefix) is not None)
         if tenant is None or not narrowing:
-            return None  # all tenants, or a whole tenant: no label but the tenant's
-        found = self._engine.reads.in_scope(
-            conn, scope.at, scope.known_at, tenant, prefix, op.filter, SMALL_SCOPE_MAX + 1
-        )
-        return found if len(found) <= SMALL_SCOPE_MAX else None
+            return None, None  # all tenants, or a whole tenant: no label but the tenant's
+        where = (scope.at, scope.known_at, tenant, prefix, op.filter)
+        step = getattr(engine.reads, "scope_scored", None) if query_vec is not None else None
+        if step is None:
+            found = engine.reads.in_scope(conn, *where, SMALL_SCOPE_MAX + 1)
+            return (SmallScope(found) if len(found) <= SMALL_SCOPE_MAX else None), None
+        terms = pruned_terms(engine, conn, op, self._terms) if cfg.mode == "hybrid" else None
+        query = engine.reads.keyword_query(conn, terms or [], search.tenant_of(engine, scope, op))
+        return step(conn, *where, SMALL_SCOPE_MAX, query, query_vec), terms
 
     def _rank_small(
         self,
@@ -201,12 +215,16 @@ class Ranker:
         op: SearchOp,
         query_vec: bytes | None,
         cfg: RetrievalConfig,
-        found: dict[int, int],
+        small: Any,
+        terms: list[str] | None,
     ) -> tuple[Ranked, bool]:
         """`_order` over a small scope's facts, each scored directly: the same signals,
         depths and fusion as the tenant-wide path, with no candidate left to check. Hybrid
         search also drops the query's terms common in the scope (`scope_keyword_hits`):
-        counting them is a query per term, affordable over a small scope only."""
+        counting them is a query per term, affordable over a small scope only. `small`
+        carries the signals where the engine's `scope_scored` took them (`terms`: the
+        hybrid query's)."""
+        found: dict[int, int] = small.members
         want = op.offset + op.limit
         depth = max(want, cfg.depth)
         ids = sorted(found)
@@ -215,13 +233,16 @@ class Ranker:
         if query_vec is None or hybrid:
             scorer = ScopeScorer(self._engine, conn, scope, op, ids, self._keywords)
             if hybrid:
-                hits = scope_keyword_hits(self._engine, conn, op, scorer, self._terms)
+                scored = (terms, small.keyword) if terms is not None else None
+                hits = scope_keyword_hits(self._engine, conn, op, scorer, self._terms, scored)
             else:
                 hits = scorer.scores(scorer.terms(op.query or ""))
             keyword = [(fid, score, found[fid]) for fid, score in hits]
         if query_vec is None:
             return keyword[:want], True
-        cosine = self._cosines(conn, scope, ids, query_vec)
+        cosine = small.cosines
+        if cosine is None:
+            cosine = self._cosines(conn, scope, ids, query_vec)
         # The page alone when it is all that is returned (sorted()[:n], as heapq says)
         deep = contributed(depth, cfg) if hybrid else want
         ranked = heapq.nsmallest(deep, cosine.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -460,6 +481,16 @@ SCOPE_COMMON_SHARE = 0.25
 SCOPE_COMMON_MIN_ROWS = 32
 
 
+@dataclass(frozen=True)
+class SmallScope:
+    """A small scope's {fact_id: row_id} (`in_scope`), its signals left to `_rank_small`
+    (the shape of the engine's `scope_scored` answer, which carries them)."""
+
+    members: dict[int, int]
+    keyword: Hits | None = None
+    cosines: dict[int, float] | None = None
+
+
 class ScopeScorer:
     """`keyword_scores` of a small scope's facts, and how many of them hold a term.
 
@@ -512,7 +543,12 @@ class ScopeScorer:
 
 
 def scope_keyword_hits(
-    engine: Any, conn: Any, op: SearchOp, scorer: ScopeScorer, stats: TermStats
+    engine: Any,
+    conn: Any,
+    op: SearchOp,
+    scorer: ScopeScorer,
+    stats: TermStats,
+    scored: tuple[list[str], Hits] | None = None,
 ) -> Hits:
     """`keyword_scores` of a small scope (`scorer`'s) for hybrid search, terms common in
     the store or in the scope dropped (see SCOPE_COMMON_SHARE).
@@ -520,9 +556,14 @@ def scope_keyword_hits(
     No term is in more of the scope's facts than match any of the terms, so when those
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
-    cost) is only run when the matches exceed the ceiling. Same hits, same order."""
-    terms = drop_common_terms(engine, conn, scorer.terms(op.query or ""), stats, scorer.frequency)
-    hits = scorer.scores(terms)
+    cost) is only run when the matches exceed the ceiling. Same hits, same order.
+    `scored`: (pruned terms, their hits) where the engine's `scope_scored` read them."""
+    if scored is not None:  # the pruned terms and their hits, already read
+        terms, hits = scored
+    else:
+        query = scorer.terms(op.query or "")
+        terms = drop_common_terms(engine, conn, query, stats, scorer.frequency)
+        hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:
         return hits
@@ -545,23 +586,38 @@ def drop_common_terms(
 
 
 def keyword_match(
-    engine: Any, conn: Any, scope: Scope, op: SearchOp, prune: TermStats | None
+    engine: Any,
+    conn: Any,
+    scope: Scope,
+    op: SearchOp,
+    prune: TermStats | None,
+    terms: list[str] | None = None,
 ) -> Any | None:
     """The engine's keyword query for `op.query` in scope; `prune` drops very common terms
     (hybrid search, where vectors carry the semantics). None when nothing can match.
+    `terms`: those `pruned_terms` already gave for this search.
 
     The engine analyzes the query as its keyword rows were (`core.analysis`: the
-    database's language), so its terms are spelled as the index's. Where the engine has
-    `keyword_terms_sized`, pruning reads the terms and the index's size in one statement."""
-    sized = getattr(engine.reads, "keyword_terms_sized", None) if prune is not None else None
+    database's language), so its terms are spelled as the index's."""
+    if terms is None:
+        if prune is not None:
+            terms = pruned_terms(engine, conn, op, prune)
+        else:
+            terms = engine.reads.keyword_terms(conn, op.query or "")
+    return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
+
+
+def pruned_terms(engine: Any, conn: Any, op: SearchOp, prune: TermStats) -> list[str]:
+    """`op.query`'s terms minus those too common in the store (`drop_common_terms`).
+    Where the engine has `keyword_terms_sized`, the terms and the index's size come in
+    one statement."""
+    sized = getattr(engine.reads, "keyword_terms_sized", None)
     rows = None
     if sized is not None:
         terms, rows = sized(conn, op.query or "")
     else:
         terms = engine.reads.keyword_terms(conn, op.query or "")
-    if prune is not None:
-        terms = drop_common_terms(engine, conn, terms, prune, rows=rows)
-    return engine.reads.keyword_query(conn, terms, search.tenant_of(engine, scope, op))
+    return drop_common_terms(engine, conn, terms, prune, rows=rows)
 
 
 def keyword_depth(want: int) -> int:

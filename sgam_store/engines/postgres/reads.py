@@ -567,3 +567,65 @@ def _hybrid_answer(
         admitted={fid: row_id for _, fid, _, _, row_id in parts[2]},
         cosines={fid: 1.0 - d for _, fid, _, d, _ in parts[3]},
     )
+
+
+# ---------------------------------------------------------------- a small scope in one statement
+
+
+@dataclass(frozen=True)
+class ScopeScored:
+    """A small scope's facts and their two signals, as the separate statements answer
+    them: `in_scope`, `keyword_scores` of its facts (best first) and `similarities`."""
+
+    members: dict[int, int]
+    keyword: Hits
+    cosines: dict[int, float]
+
+
+def scope_scored(
+    conn: Any,
+    at: str | None,
+    known_at: str | None,
+    tenant: str | None,
+    prefix: Sequence[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    query: KeywordQuery | None,
+    query_vec: bytes,
+) -> ScopeScored | None:
+    """A search scope of up to `limit` facts scored in one statement (one round trip for
+    three): see `ScopeScored`. None when the scope holds more than `limit` facts (the
+    signals are then not computed): the caller ranks it tenant-wide.
+
+    An optional feature of the statement set (`core.engine.OPTIONAL`): one user's search
+    in LangMem's layout is a small scope, and its statements were round trips each."""
+    where, params = _search_scope(at, known_at, tenant, prefix, filter)
+    members = "ARRAY(SELECT fact_id FROM ok)"
+    small = f"(SELECT count(*) FROM ok) <= {int(limit)}"
+    kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::real AS r WHERE FALSE", []
+    if query is not None:
+        kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
+        kw_sql += f"WHERE {small} AND k.fact_id = ANY({members}) AND k.tsv @@ %s::tsquery"
+        kw_params = [query.tsquery, query.tsquery]
+    rows = conn.execute(
+        f"WITH ok AS MATERIALIZED (SELECT f.fact_id, f.row_id FROM facts f WHERE {where} "
+        f"LIMIT %s), kw AS ({kw_sql}), "
+        "cos AS (SELECT fact_id, MIN(embedding <=> %s::vector) AS d FROM fact_vectors "
+        f"WHERE {small} AND fact_id = ANY({members}) GROUP BY fact_id) "
+        # ts_rank_cd's real stays a column of its own (see hybrid_first).
+        "SELECT 0, fact_id, NULL::real, NULL::float8, row_id FROM ok "
+        "UNION ALL SELECT 1, fact_id, r, NULL, NULL FROM kw "
+        "UNION ALL SELECT 2, fact_id, NULL, d, NULL FROM cos",
+        (*params, limit + 1, *kw_params, _vector(query_vec)),
+    ).fetchall()
+    parts: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: []}
+    for row in rows:
+        parts[row[0]].append(row)
+    if len(parts[0]) > limit:
+        return None
+    best = sorted(parts[1], key=lambda row: (-row[2], row[1]))  # keyword_scores' order
+    return ScopeScored(
+        members={fid: row_id for _, fid, _, _, row_id in parts[0]},
+        keyword=[(fid, r / (1.0 + r)) for _, fid, r, _, _ in best],
+        cosines={fid: 1.0 - d for _, fid, _, d, _ in parts[2]},
+    )

@@ -156,6 +156,17 @@ class ItemRow(NamedTuple):
 
 
 @dataclass(frozen=True)
+class ScopeSignals:
+    """A small search scope's {fact_id: row_id} (`in_scope`) and, where one statement
+    read them too (PostgreSQL's `scope_scored`), its two signals: `keyword_scores` of its
+    facts, best first, and their cosines (`similarities`). None: not read yet."""
+
+    members: dict[int, int]
+    keyword: list[tuple[int, float]] | None = None
+    cosines: dict[int, float] | None = None
+
+
+@dataclass(frozen=True)
 class ForeignItem:
     """An item of another store, on its way in (`SGAMStore.import_items`): its namespace,
     key and value, and its timestamps as the ledger's UTC text (None where unknown)."""

@@ -14,14 +14,13 @@ import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from langgraph.store.base import Op, SearchItem, SearchOp
 
 from sgam_store import ledger
-from sgam_store.core.models import Fact
+from sgam_store.core.models import Fact, ScopeSignals
 from sgam_store.read import search
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.search import Batch, Fetch, Hits, Ranked, RetrievalConfig, Scan, Scope
@@ -189,7 +188,7 @@ class Ranker:
     ) -> tuple[Any | None, list[str] | None]:
         """(the facts of a search scope deeper than its tenant that holds at most
         SMALL_SCOPE_MAX facts, or None for any other scope; the hybrid query's pruned terms
-        where they were read first). The facts are a `SmallScope`, or, where the engine has
+        where they were read first). The facts are a `ScopeSignals`, or, where the engine has
         `scope_scored` (an optional feature, see `core.engine.OPTIONAL`) and vectors rank,
         its answer: the facts with their keyword scores and cosines in one round trip. The
         terms it needs are read before it; should the scope not be small, the tenant-wide
@@ -203,7 +202,7 @@ class Ranker:
         step = getattr(engine.reads, "scope_scored", None) if query_vec is not None else None
         if step is None:
             found = engine.reads.in_scope(conn, *where, SMALL_SCOPE_MAX + 1)
-            return (SmallScope(found) if len(found) <= SMALL_SCOPE_MAX else None), None
+            return (ScopeSignals(found) if len(found) <= SMALL_SCOPE_MAX else None), None
         terms = pruned_terms(engine, conn, op, self._terms) if cfg.mode == "hybrid" else None
         query = engine.reads.keyword_query(conn, terms or [], search.tenant_of(engine, scope, op))
         return step(conn, *where, SMALL_SCOPE_MAX, query, query_vec), terms
@@ -479,16 +478,6 @@ class TermStats:
 # word (benchmarks/README.md, the harder evaluation: tune recall@10 0.609 -> 0.639).
 SCOPE_COMMON_SHARE = 0.25
 SCOPE_COMMON_MIN_ROWS = 32
-
-
-@dataclass(frozen=True)
-class SmallScope:
-    """A small scope's {fact_id: row_id} (`in_scope`), its signals left to `_rank_small`
-    (the shape of the engine's `scope_scored` answer, which carries them)."""
-
-    members: dict[int, int]
-    keyword: Hits | None = None
-    cosines: dict[int, float] | None = None
 
 
 class ScopeScorer:

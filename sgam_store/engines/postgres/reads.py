@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -36,7 +36,7 @@ import numpy as np
 from psycopg.pq import TransactionStatus
 
 from sgam_store.core import analysis, namespaces
-from sgam_store.core.models import FactRow, ItemRow, StoredKey, latest_per_key
+from sgam_store.core.models import FactRow, ItemRow, ScopeSignals, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres.filters import filter_sql
@@ -431,7 +431,18 @@ def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
         "WHERE k.fact_id = ANY(%s) AND k.tsv @@ %s::tsquery ORDER BY r DESC, k.fact_id",
         (query.tsquery, list(fact_ids), query.tsquery),
     ).fetchall()
+    return _bounded(found)
+
+
+def _bounded(found: Iterable[tuple[int, float]]) -> Hits:
+    """ts_rank_cd's r, unbounded, as a score in [0, 1): r / (1 + r), the order kept."""
     return [(fid, r / (1.0 + r)) for fid, r in found]
+
+
+def _best_first(rows: Iterable[tuple[Any, ...]]) -> Hits:
+    """A union's keyword rows (part, fact_id, r, ...) in `keyword_scores`' order, scored
+    (a union promises no order)."""
+    return _bounded(sorted(((row[1], row[2]) for row in rows), key=lambda h: (-h[1], h[0])))
 
 
 def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
@@ -445,7 +456,7 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     if query.tenant is not None:
         sql, params = sql + " AND k.tenant_id = %s", [*params, query.tenant]
     found = conn.execute(f"{sql} ORDER BY r DESC, k.fact_id LIMIT %s", (*params, n)).fetchall()
-    return [(fid, r / (1.0 + r)) for fid, r in found]
+    return _bounded(found)
 
 
 # ---------------------------------------------------------------- hybrid search's first step
@@ -557,8 +568,7 @@ def _hybrid_answer(
         if not small:
             return None
     # Each part in the order its own statement gives (a union promises none).
-    best = sorted(parts[0], key=lambda row: (-row[2], row[1]))
-    keyword = [(fid, r / (1.0 + r)) for _, fid, r, _, _ in best]
+    keyword = _best_first(parts[0])
     found = parts[1]
     vector = sorted(((fid, 1.0 - d) for _, fid, _, d, _ in found), key=lambda h: (-h[1], h[0]))
     return HybridFirst(
@@ -572,16 +582,6 @@ def _hybrid_answer(
 # ---------------------------------------------------------------- a small scope in one statement
 
 
-@dataclass(frozen=True)
-class ScopeScored:
-    """A small scope's facts and their two signals, as the separate statements answer
-    them: `in_scope`, `keyword_scores` of its facts (best first) and `similarities`."""
-
-    members: dict[int, int]
-    keyword: Hits
-    cosines: dict[int, float]
-
-
 def scope_scored(
     conn: Any,
     at: str | None,
@@ -592,9 +592,9 @@ def scope_scored(
     limit: int,
     query: KeywordQuery | None,
     query_vec: bytes,
-) -> ScopeScored | None:
+) -> ScopeSignals | None:
     """A search scope of up to `limit` facts scored in one statement (one round trip for
-    three): see `ScopeScored`. None when the scope holds more than `limit` facts (the
+    three): see `ScopeSignals`. None when the scope holds more than `limit` facts (the
     signals are then not computed): the caller ranks it tenant-wide.
 
     An optional feature of the statement set (`core.engine.OPTIONAL`): one user's search
@@ -623,9 +623,8 @@ def scope_scored(
         parts[row[0]].append(row)
     if len(parts[0]) > limit:
         return None
-    best = sorted(parts[1], key=lambda row: (-row[2], row[1]))  # keyword_scores' order
-    return ScopeScored(
+    return ScopeSignals(
         members={fid: row_id for _, fid, _, _, row_id in parts[0]},
-        keyword=[(fid, r / (1.0 + r)) for _, fid, r, _, _ in best],
+        keyword=_best_first(parts[1]),
         cosines={fid: 1.0 - d for _, fid, _, d, _ in parts[2]},
     )

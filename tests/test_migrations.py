@@ -234,3 +234,31 @@ def test_an_upgraded_file_reads_a_users_scope_from_an_index_alone(
         ).fetchall()
         assert sorted(reads.in_scope(store.conn, None, None, "acme", ("acme", "mira"), None, 500))
     assert "COVERING INDEX facts_current_count" in " ".join(row[3] for row in plan), plan
+
+
+def test_an_upgraded_file_drops_the_current_ns_index_and_seeks_the_count_index(
+    v1_copy: str, tmp_path: Path
+) -> None:
+    """V10 dropped facts_current_ns, which held facts_current_count's rows under its
+    leading columns: an old file ends with the indexes a new one has, and a tenant's
+    current scope (a filtered search, an exact vector scan) still seeks an index instead
+    of walking every current fact."""
+    fresh = str(tmp_path / "fresh.db")
+    for path in (v1_copy, fresh):
+        with SGAMStore.from_conn_string(path, index=INDEX) as store:
+            store.setup()
+    indexes = [
+        sorted(row[1] for row in schema_of(path) if row[0] == "index") for path in (v1_copy, fresh)
+    ]
+    assert indexes[0] == indexes[1]
+    assert "facts_current_ns" not in indexes[0] and "facts_current_count" in indexes[0]
+    with SGAMStore.from_conn_string(v1_copy, index=INDEX) as store:
+        where, params = reads._search_scope(
+            None, None, "acme", ("acme", "mira"), {"text": "prefers short answers"}
+        )
+        plan = store.conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT f.value FROM facts f WHERE {where}", params
+        ).fetchall()
+        found = store.search(("acme", "mira"), filter={"text": "prefers short answers"})
+    assert [item.key for item in found] == ["tone"]
+    assert "SEARCH f USING INDEX facts_current_count" in " ".join(row[3] for row in plan), plan

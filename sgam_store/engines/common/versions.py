@@ -91,12 +91,9 @@ def open_version(d: Dialect, cur: Any, ns: str, attribute: str) -> FactRow | Non
 @functools.cache
 def _key_tails_sql(d: Dialect) -> str:
     return d.sql(
-        f"WITH k(ns, attr) AS ({d.pairs}), "
-        "m AS (SELECT f.namespace AS ns, f.attribute AS attr, MAX(f.valid_from) AS start, "
-        "MIN(f.created_at) AS first FROM k JOIN facts f ON f.namespace = k.ns "
-        f"AND f.attribute = k.attr AND {believed_sql('f')} GROUP BY f.namespace, f.attribute) "
-        f"SELECT {F_COLUMNS}, m.first FROM m JOIN facts f ON f.namespace = m.ns "
-        f"AND f.attribute = m.attr AND f.valid_from = m.start AND {believed_sql('f')}"
+        f"WITH k(ns, attr) AS ({d.pairs}) SELECT {F_COLUMNS} FROM k JOIN facts f "
+        "ON f.row_id = (SELECT g.row_id FROM facts g WHERE g.namespace = k.ns "
+        f"AND g.attribute = k.attr AND {believed_sql('g')} ORDER BY g.valid_from DESC LIMIT 1)"
     )
 
 
@@ -104,12 +101,16 @@ def key_tails(d: Dialect, cur: Any, keys: list[tuple[str, str]]) -> list[tuple[F
     """(latest believed version, earliest believed created_at) of many keys, one statement,
     after locking them all. Keys with no believed version are absent.
 
-    Aggregates per key over its believed rows (facts_versions: namespace, attribute,
-    valid_from), then fetches each key's latest row by that index.
+    Each key's latest version is one descent of its versions index (valid_from, newest
+    first). The write rule keeps one `created_at` on all of a key's believed versions
+    (`ledger.replace_fact`, `move_created`), so the latest one's is the earliest: an
+    aggregate over every believed version read each one, and a key with a long history
+    made every batch that touched it slower (64 concurrent writers updating 32 shared
+    keys: half the group's time).
     """
     d.lock_keys(cur, keys)
     rows = cur.execute(_key_tails_sql(d), d.as_pairs(keys)).fetchall()
-    return [(FactRow._make(row[:-1]), row[-1]) for row in rows]
+    return [(row, row.created_at) for row in map(FactRow._make, rows)]
 
 
 def move_created(d: Dialect, cur: Any, ns: str, attribute: str, start: str) -> None:

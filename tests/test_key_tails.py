@@ -97,3 +97,23 @@ def test_a_long_history_costs_the_batched_read_no_more(store: SGAMStore) -> None
         return counted[0]
 
     assert steps("busy") <= steps("quiet") + 2
+
+
+def test_the_single_key_read_agrees_with_the_batched_one(store: SGAMStore) -> None:
+    """`first_created`, what the rule reads for a key whose tail it does not hold (a key
+    written earlier in the same batch), gives the batched read's created_at."""
+    store.replace_fact(fact("city", "a", "2026-06-05T00:00:00Z"))
+    store.replace_fact(fact("city", "b", "2026-06-09T00:00:00Z"))
+    store.replace_fact(fact("city", "early", "2026-05-01T00:00:00Z"))
+    ns = namespaces.to_text(store.layout.fact_namespace("acme", "mira"))
+
+    def read(tx: Any) -> tuple[Any, Any]:
+        return (
+            tx.versions.first_created(tx.cur, ns, "city"),
+            tx.versions.first_created(tx.cur, ns, "never"),
+        )
+
+    first, none = store.facts.run(read)
+    assert clock.parse_stored(first) == tails(store, ["city"])["city"][2]
+    assert clock.parse_stored(first) == clock.parse_stored("2026-05-01T00:00:00.000000Z")
+    assert none is None

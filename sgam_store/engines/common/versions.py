@@ -44,7 +44,9 @@ _CONTAINING = (
 _OF_KEY = f"FROM facts WHERE {_KEY} AND {believed_sql()}"  # a key's believed versions
 _NEXT_START = f"SELECT MIN(valid_from) {_OF_KEY} AND valid_from > ?"
 _LATEST_START = f"SELECT MAX(valid_from) {_OF_KEY}"
-_FIRST_CREATED = f"SELECT MIN(created_at) {_OF_KEY}"
+# One created_at on all of a key's believed versions (`key_tails`): the latest one's,
+# read by one descent of the versions index, not a scan of the key's whole history.
+_FIRST_CREATED = f"SELECT created_at {_OF_KEY} ORDER BY valid_from DESC LIMIT 1"
 _OPEN = f"SELECT {COLUMNS} FROM facts WHERE {_KEY} AND {current_sql()}"
 _MOVE_CREATED = (
     f"UPDATE facts SET created_at = ? WHERE {_KEY} AND {believed_sql()} AND created_at > ?"
@@ -78,8 +80,10 @@ def latest_start(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
 
 
 def first_created(d: Dialect, cur: Any, ns: str, attribute: str) -> str | None:
-    """The earliest `created_at` among a key's believed versions."""
-    return _of_key(d, cur, _FIRST_CREATED, ns, attribute)
+    """The earliest `created_at` among a key's believed versions (None: it has none)."""
+    d.lock_keys(cur, [(ns, attribute)])
+    row = cur.execute(d.sql(_FIRST_CREATED), (ns, attribute)).fetchone()
+    return None if row is None else row[0]
 
 
 def open_version(d: Dialect, cur: Any, ns: str, attribute: str) -> FactRow | None:

@@ -45,7 +45,17 @@ def row_ids(cur: Any) -> Callable[[], int]:
 
 
 def insert_many(cur: Any, rows: list[FactRow]) -> None:
-    cur.executemany(_INSERT, rows)
+    """Versions in key order: most of `facts`' indexes lead with the namespace or its
+    tenant, so a batch mixing users then updates each index leaf by leaf instead of
+    descending to a random one per row (LangMem's layout at 20k, a batch of 100: the
+    statement 75-87 -> 44-64 us a put). No two rows of one flush can collide on a unique
+    index in any order: a key's second write in a transaction reads it first, which
+    sends the rows before it (`ledger.Tx.cur`)."""
+    cur.executemany(_INSERT, sorted(rows, key=_key_order))
+
+
+def _key_order(row: FactRow) -> tuple[str, str]:
+    return row.namespace, row.attribute
 
 
 def end_beliefs(cur: Any, row_ids: list[int], now: str) -> None:

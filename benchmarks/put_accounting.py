@@ -11,6 +11,11 @@ on a store already holding `--size` facts (bench_store's workload), it prints:
 
     python benchmarks/put_accounting.py                 # 100k facts
     python benchmarks/put_accounting.py --size 20000 --samples 100
+    python benchmarks/put_accounting.py --layout langmem --size 20000
+
+`--layout langmem` writes bench_langmem's memories instead (200 users, a uuid key each,
+`tenant_at=1`, "content" embedded): its load minus the last batches, then those batches
+of 100 new memories and single new memories, as measured.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import bench_langmem
 from harness import (
     BATCH,
     FULL,
@@ -132,26 +138,68 @@ def _run(wal: WalPages, store: Any, commits: list[list[PutOp]]) -> tuple[float, 
     return statistics.median(times) * 1e6, wal.owners(written)
 
 
-def load(store: Any, workload: Workload) -> None:
-    for batch in workload.load_batches:
+def load(store: Any, batches: list[list[PutOp]]) -> None:
+    for batch in batches:
         store.batch(batch)
 
 
-def sgam_accounting(
-    directory: Path, workload: Workload, writes: dict[str, list[list[PutOp]]], embedder: Any
-) -> dict[str, Phase]:
+@dataclass
+class Layout:
+    """What a run writes and how both stores are opened: bench_store's or LangMem's."""
+
+    load_batches: list[list[PutOp]]
+    writes: dict[str, list[list[PutOp]]]
+    index: dict[str, Any]
+    sgam_options: dict[str, Any]
+    warm_prefix: tuple[str, ...]  # a search that loads the vector mirror before timing
+    texts: list[str]  # every text the run embeds
+
+
+def store_layout(size: int, samples: int, seed: int, embedder: Any) -> Layout:
+    workload = plan(size, FULL, seed)
+    writes = phases(workload, samples)
+    texts = [op.value["text"] for ops in writes.values() for c in ops for op in c]  # type: ignore[index]
+    return Layout(
+        workload.load_batches,
+        writes,
+        index_config(embedder),
+        {},
+        ("tenant00",),
+        workload.texts() + texts,
+    )
+
+
+def langmem_layout(size: int, samples: int, seed: int, embedder: Any) -> Layout:
+    """bench_langmem's plan: the last batches of its load, and its single puts, are
+    what is measured; the rest is loaded first."""
+    workload = bench_langmem.plan(size, bench_langmem.QUICK, seed)
+    batches = max(1, samples // 10)
+    return Layout(
+        workload.load_batches[:-batches],
+        {
+            "new memory, alone": [[op] for op in workload.single_puts[:samples]],
+            "new memories, batch of 100": workload.load_batches[-batches:],
+        },
+        bench_langmem.langmem_index(embedder),
+        {"tenant_at": 1},
+        (bench_langmem.ROOT_LABEL,),
+        workload.texts(),
+    )
+
+
+def sgam_accounting(directory: Path, layout: Layout) -> dict[str, Phase]:
     """Per phase: us per put, pages by table, and us per put in each statement."""
     path = directory / "sgam.db"
-    loader = SGAMStore(str(path), index=index_config(embedder))
-    load(loader, workload)
+    loader = SGAMStore(str(path), index=layout.index, **layout.sgam_options)
+    load(loader, layout.load_batches)
     loader.close()
     conn, timer = connect(str(path)), SqlTimer()
     wal = WalPages(conn, path)
-    store = SGAMStore(TimedConnection(conn, timer), index=index_config(embedder))
+    store = SGAMStore(TimedConnection(conn, timer), index=layout.index, **layout.sgam_options)
     store.setup()
-    store.search(("tenant00",), query="warm the vector mirror", limit=1)
+    store.search(layout.warm_prefix, query="warm the vector mirror", limit=1)
     out = {}
-    for phase, commits in writes.items():
+    for phase, commits in layout.writes.items():
         timer.reset()
         us, pages = _run(wal, store, commits)
         puts = sum(len(ops) for ops in commits)
@@ -161,18 +209,16 @@ def sgam_accounting(
     return out
 
 
-def sqlite_store_pages(
-    directory: Path, workload: Workload, writes: dict[str, list[list[PutOp]]], embedder: Any
-) -> dict[str, Phase]:
+def sqlite_store_pages(directory: Path, layout: Layout) -> dict[str, Phase]:
     """Per phase: us per put and pages by table, for LangGraph's SqliteStore."""
     path = directory / "sqlite_store.db"
     conn = connect(str(path))  # SGAM's pragmas, as in bench_store
-    store = SqliteStore(conn, index=index_config(embedder))  # type: ignore[arg-type]
+    store = SqliteStore(conn, index=layout.index)  # type: ignore[arg-type]
     store.setup()
-    load(store, workload)
+    load(store, layout.load_batches)
     wal = WalPages(conn, path)
     out = {}
-    for phase, commits in writes.items():
+    for phase, commits in layout.writes.items():
         us, pages = _run(wal, store, commits)
         out[phase] = Phase(us, pages, sum(len(ops) for ops in commits))
     conn.close()
@@ -213,18 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=200, help="single puts per phase")
     parser.add_argument("--top", type=int, default=10, help="statements listed per phase")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--layout",
+        choices=("store", "langmem"),
+        default="store",
+        help="bench_store's facts (default) or bench_langmem's memories",
+    )
     args = parser.parse_args(argv)
     print(f"sgam_store source sha256 {environment()['sgam_store source sha256']}")
-    workload = plan(args.size, FULL, args.seed)
-    writes = phases(workload, args.samples)
     embedder = CachedHashEmbeddings()
-    texts = [op.value["text"] for ops in writes.values() for c in ops for op in c]  # type: ignore[index]
-    embedder.warm(workload.texts() + texts + ["warm the vector mirror"])
+    make = langmem_layout if args.layout == "langmem" else store_layout
+    layout = make(args.size, args.samples, args.seed, embedder)
+    embedder.warm([*layout.texts, "warm the vector mirror"])
     with tempfile.TemporaryDirectory(prefix="sgam-accounting-") as tmp:
         directory = Path(tmp)
         raw = raw_rows_per_second(directory)
-        sgam = sgam_accounting(directory, workload, writes, embedder)
-        peer = sqlite_store_pages(directory, workload, writes, embedder)
+        sgam = sgam_accounting(directory, layout)
+        peer = sqlite_store_pages(directory, layout)
     print(f"size {args.size:,}; raw SQLite insert, 2 columns: {raw:,.0f} rows/s")
     report(sgam, peer, args.top)
     print(f"\nembedder cache misses: {embedder.misses}")

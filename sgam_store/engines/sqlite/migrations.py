@@ -237,7 +237,8 @@ V9: list[str | Callable[[Any], None]] = [
 # facts_current_count's, so every read that sought it seeks that one instead, and the
 # scans of all current rows walk facts_one_open (EXPLAIN QUERY PLAN over the statements
 # the test suite and bench_langmem run); a put updated it for nothing: 0.70 of a batched
-# put's 8.85 pages in LangMem's layout at 20k (benchmarks/README.md, "Per-put accounting").
+# put's 8.85 pages in LangMem's layout at 20k (benchmarks/README.md, "Round 3: the write
+# side's statements").
 V10: list[str | Callable[[Any], None]] = ["DROP INDEX IF EXISTS facts_current_ns"]
 
 MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10]

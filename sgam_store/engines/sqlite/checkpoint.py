@@ -81,7 +81,14 @@ class Checkpointer:
         self.thread.start()
 
     def _run(self) -> None:
-        seen = self._changes()
+        try:
+            self._loop()
+        finally:
+            self._close_conn()
+
+    def _loop(self) -> None:
+        """Look at the writer's change count, now and then; pass when it moved enough."""
+        seen = self._changes() or 0
         wait = POLL_S
         while self._sleep(wait):
             changes = self._changes()
@@ -96,7 +103,6 @@ class Checkpointer:
                     self._end()
                 if log >= CAP:  # the writer's own checkpoint's turn: keep out of its way
                     wait = CATCH_UP_S
-        self._close_conn()
 
     @property
     def running(self) -> bool:

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 import sqlite_vec
 
 from sgam_store.core.errors import ExtensionLoadError, StoreBusyError
-from sgam_store.engines.sqlite.checkpoint import Checkpointer
 
 # Driver modules in order of preference; each must offer a DB-API `connect`.
 DRIVERS = ("sqlite3", "sqlean", "pysqlite3.dbapi2")
@@ -165,10 +164,6 @@ class ReaderPool:
     The pool also counts the threads reading through it, so that `drained()` can give the
     writer a moment when nobody reads: the engine commits and updates its vector mirror
     there, and a read then sees the mirror and the rows of one and the same commit.
-
-    A pool exists when a store has a file and a writer of its own, which is when its
-    commits can leave WAL checkpoints to a thread (`checkpoint.Checkpointer`): the pool
-    starts one, and stops it on `close()`, before the writer closes.
     """
 
     def __init__(self, path: str, writer: Any, size: int = READERS) -> None:
@@ -185,7 +180,6 @@ class ReaderPool:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._waiting = 0
-        self.checkpointer = Checkpointer(path, writer, lambda: connect(path))
 
     def lend(self) -> Any:
         """A connection for one read, counted as reading; waits while the writer drains."""
@@ -278,9 +272,7 @@ class ReaderPool:
                 self._wake()
 
     def close(self) -> None:
-        """Stop the checkpointer; close the idle connections now, and each lent one when
-        it is given back."""
-        self.checkpointer.close()
+        """Close the idle connections now, and each lent one when it is given back."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []

@@ -52,7 +52,6 @@ from sgam_store.core.errors import StoreBusyError
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.common import erasure as portable
 from sgam_store.engines.common.dialect import SQLITE, export
-from sgam_store.engines.sqlite import checkpoint as checkpoints
 from sgam_store.engines.sqlite.connection import is_busy
 from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
 from sgam_store.engines.sqlite.vector_cache import VectorDelta
@@ -140,10 +139,9 @@ def optimize_fts(cur: Any) -> None:
 
 
 def checkpoint(conn: Any) -> bool:
-    """Copy the WAL into the file and truncate it, so no erased page image stays in the
-    WAL; False when a reader kept it busy. The store's background checkpoints pause
-    meanwhile: SQLite would not wait for their lock (`checkpoint.truncate`)."""
-    return checkpoints.truncate(conn)
+    """Copy the WAL into the file and truncate it; False when a reader kept it busy."""
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return busy == 0
 
 
 def rewrite(conn: Any) -> bool:

@@ -53,7 +53,7 @@ def _search_scope(
 ) -> tuple[str, list[Any]]:
     """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
     # A current scope of a tenant alone arrives with no prefix (`search.narrow`): one
-    # range of facts_current_ns, not an OR of two index searches (a filtered listing at
+    # range of facts_current_count, not an OR of two index searches (a filtered listing at
     # 20k: 2.18 -> 1.75 ms).
     cond, params = _scope(at, known_at, tenant)
     ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
@@ -139,7 +139,7 @@ def admitted(
     """{fact_id: row_id of its visible version} for those of `fact_ids` in the search scope."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     # INDEXED BY: in a tenant view the planner would otherwise walk the tenant's
-    # current facts (facts_current_ns) instead of seeking each candidate.
+    # current facts (facts_current_count) instead of seeking each candidate.
     return dict(
         conn.execute(
             "SELECT f.fact_id, f.row_id FROM facts f INDEXED BY facts_fact_id "

@@ -3,9 +3,11 @@ listing, candidate checks, the keyword and vector rankings, namespaces, recall's
 selection), with the same arguments and results.
 
 What differs from SQLite, and why:
-- Namespace prefixes use `starts_with` (no pattern characters to escape, unlike GLOB or
-  LIKE); the tenant a prefix names arrives as `tenant` (the current-facts index leads
-  with it).
+- Namespace prefixes are a byte-wise range (`~>=~`, `~<~`: no pattern characters to
+  escape, unlike GLOB or LIKE), bound as parameters, so even a prepared statement's
+  generic plan reads them through the current-facts index (`starts_with` with a
+  parameter could not, and each search was planned anew, 0.4 ms); the tenant a prefix
+  names arrives as `tenant` (that index leads with it).
 - Keywords: `fact_keywords.tsv` with the store's text-search configuration (read from
   `sgam_meta` once per query, by `keyword_terms`); a query is parsed by that configuration
   into lexemes, matched as they are: the keyword statements take the tsquery as a
@@ -70,7 +72,10 @@ def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
     if not prefix:
         return "TRUE", []
     text = namespaces.to_text(prefix)
-    return "(f.namespace = %s OR starts_with(f.namespace, %s))", [text, text + namespaces.SEP]
+    below = text + namespaces.SEP  # the namespaces under it: from here, byte-wise ...
+    above = text + chr(ord(namespaces.SEP) + 1)  # ... to before here
+    sql = "(f.namespace = %s OR (f.namespace ~>=~ %s AND f.namespace ~<~ %s))"
+    return sql, [text, below, above]
 
 
 def _search_scope(

@@ -1,5 +1,10 @@
 """Benchmark LangMem's namespace layout: SGAMStore(tenant_at=1) against LangGraph's SqliteStore.
 
+With `--engine postgres`, SGAMStore runs on its PostgreSQL engine against LangGraph's
+PostgresStore (default HNSW index), each in a fresh database on one server: the server at
+`--pg-uri`, or else the embedded PostgreSQL bench_store starts. The peer then is
+PostgresStore, and ratios are PostgresStore time / SGAM time.
+
 LangMem keeps a user's memories under ("memories", "{langgraph_user_id}"), one new uuid
 key per memory, value {"content": "<sentence>"} (langmem's create_manage_memory_tool).
 SGAMStore opened with `tenant_at=1` takes the label at index 1 as the tenant, so a search
@@ -11,6 +16,7 @@ and medians are reported. Ratio = SqliteStore time / SGAM time: above 1, SGAM is
     python benchmarks/bench_langmem.py --quick        # 5,000 memories, well under a minute
     python benchmarks/bench_langmem.py                # 20,000 memories
     python benchmarks/bench_langmem.py --size 100000 --json langmem.json
+    python benchmarks/bench_langmem.py --quick --engine postgres
 
 Reuses bench_store's embedder (deterministic hash vectors, cache warmed before timing),
 index config, pragmas (`sgam_store.connect` for SqliteStore), timing and summary helpers.
@@ -35,12 +41,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_store import SGAM, SGAM_VECTOR, SQLITE, _cell, _ratio
+from bench_store import POSTGRES, SGAM, SGAM_VECTOR, SQLITE, _cell, _ratio
 from harness import (
     BATCH,
     TOP_K,
     CachedHashEmbeddings,
     Contender,
+    Databases,
     Timings,
     aligned,
     environment,
@@ -185,14 +192,18 @@ def langmem_index(embedder: Embeddings) -> dict[str, Any]:
     return {**index_config(embedder), "fields": ["content"], "text_fields": ["content"]}
 
 
-def open_sgam(directory: Path, embedder: Embeddings, vector_only: bool = False) -> Contender:
-    """SGAMStore with LangMem's layout, as shipped (WAL, synchronous=NORMAL, mmap). With
-    `vector_only`, a second handle on the same file that ranks by cosine alone."""
+def open_sgam(
+    directory: Path, embedder: Embeddings, vector_only: bool = False, pg: str | None = None
+) -> Contender:
+    """SGAMStore with LangMem's layout, as shipped (WAL, synchronous=NORMAL, mmap), or on
+    PostgreSQL when `pg` is its URI. With `vector_only`, a second handle on the same
+    database that ranks by cosine alone."""
     path = directory / "sgam.db"
     extra: dict[str, Any] = {"retrieval": {"mode": "vector"}} if vector_only else {}
-    store = SGAMStore(str(path), index=langmem_index(embedder), tenant_at=1, **extra)
+    store = SGAMStore(pg or str(path), index=langmem_index(embedder), tenant_at=1, **extra)
     store.setup()
-    return Contender(SGAM_VECTOR if vector_only else SGAM, store, store.close, [path])
+    files = [] if pg else [path]
+    return Contender(SGAM_VECTOR if vector_only else SGAM, store, store.close, files)
 
 
 def open_sqlite(directory: Path, embedder: Embeddings) -> Contender:
@@ -203,6 +214,17 @@ def open_sqlite(directory: Path, embedder: Embeddings) -> Contender:
     store = SqliteStore(conn, index=langmem_index(embedder))  # type: ignore[arg-type]
     store.setup()
     return Contender(SQLITE, store, conn.close, [path])
+
+
+def open_postgres(uri: str, embedder: Embeddings) -> Contender:
+    """LangGraph's PostgresStore on `uri` with its default vector index (HNSW), embedding
+    "content" as SGAMStore does."""
+    from langgraph.store.postgres import PostgresStore
+
+    opened = PostgresStore.from_conn_string(uri, index=langmem_index(embedder))  # type: ignore[arg-type]
+    store = opened.__enter__()
+    store.setup()
+    return Contender(POSTGRES, store, lambda: opened.__exit__(None, None, None))
 
 
 # ---------------------------------------------------------------------- ground truth
@@ -297,11 +319,24 @@ def run(args: argparse.Namespace, samples: Samples, log: Callable[[str], None]) 
     )
     gc.collect()
     gc.freeze()
-    results: dict[str, Any] = {"size": args.size, "ops": {}, "checks": {}, "recall@10": {}}
+    results: dict[str, Any] = {
+        "size": args.size,
+        "engine": args.engine,
+        "peer": args.peer,
+        "ops": {},
+        "checks": {},
+        "recall@10": {},
+    }
     with tempfile.TemporaryDirectory(prefix="sgam-langmem-", dir=args.tmpdir) as tmp:
         directory = Path(tmp)
-        contenders = [open_sgam(directory, embedder), open_sqlite(directory, embedder)]
-        variant = open_sgam(directory, embedder, vector_only=True)
+        pg = args.databases.fresh() if args.databases else None
+        peer = (
+            open_postgres(args.databases.fresh(), embedder)
+            if args.databases
+            else open_sqlite(directory, embedder)
+        )
+        contenders = [open_sgam(directory, embedder, pg=pg), peer]
+        variant = open_sgam(directory, embedder, vector_only=True, pg=pg)
         sgam = contenders[0].store
         assert isinstance(sgam, SGAMStore)
         results["sgam tenant_at"] = sgam.tenant_at
@@ -465,14 +500,15 @@ ROWS = [
 
 
 def format_table(results: dict[str, Any]) -> str:
-    header = ["operation (median)", SGAM, SQLITE, f"{SQLITE}/SGAM"]
+    peer = results["peer"]
+    header = ["operation (median)", SGAM, peer, f"{peer}/SGAM"]
     lines = [header]
     for row in ROWS:
         op = results["ops"][row]
         unit = op["unit"]
         label = f"{row} ({'puts/s' if unit == 'puts/s' else 'ms'})"
         lines.append(
-            [label, _cell(op.get(SGAM), unit), _cell(op.get(SQLITE), unit), _ratio(op, SQLITE)]
+            [label, _cell(op.get(SGAM), unit), _cell(op.get(peer), unit), _ratio(op, peer)]
         )
     return aligned(lines)
 
@@ -489,7 +525,8 @@ def format_extras(results: dict[str, Any]) -> str:
     cells = ", ".join(f"{s} {v['total_s']:.2f}s" for s, v in load.items() if s != "unit")
     lines.append(f"load total (sum of batch times): {cells}")
     sizes = ", ".join(f"{s} {b / 2**20:.1f} MiB" for s, b in results["disk_bytes"].items() if b)
-    lines.append(f"database size on disk: {sizes}")
+    if sizes:
+        lines.append(f"database size on disk: {sizes}")
     for check, per_store in results["checks"].items():
         cells = "; ".join(
             f"{s} " + ", ".join(f"{k} {v}" for k, v in c.items()) for s, c in per_store.items()
@@ -518,10 +555,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tmpdir", default=None, help="where the temporary databases go")
+    parser.add_argument(
+        "--engine",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="sqlite: SGAMStore against SqliteStore; postgres: SGAMStore on PostgreSQL "
+        "against PostgresStore, on one server",
+    )
+    parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
     args = parser.parse_args(argv)
     args.size = args.size or (5_000 if args.quick else 20_000)
     if args.size <= 0 or args.size % USERS:
         parser.error(f"--size must be a positive multiple of {USERS}")
+    if args.pg_uri and args.engine != "postgres":
+        parser.error("--pg-uri needs --engine postgres")
+    args.peer = POSTGRES if args.engine == "postgres" else SQLITE
+    args.databases = Databases(args.pg_uri) if args.engine == "postgres" else None
     return args
 
 
@@ -535,17 +584,26 @@ def main(argv: list[str] | None = None) -> int:
     env = {**environment(), "sgam_store tree sha256": source_tree_hash()}
     log("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     log(f"samples: {samples}")
-    log("pragmas: both stores WAL + synchronous=NORMAL + mmap (sgam_store.connect)")
+    if args.databases:
+        log("engine: postgres; SGAMStore and PostgresStore in fresh databases on one server")
+    else:
+        log("pragmas: both stores WAL + synchronous=NORMAL + mmap (sgam_store.connect)")
     log(
         f"\n== {args.size:,} memories, {USERS} users, namespaces ('{ROOT_LABEL}', user) "
         f"and 1 in {WORK_EVERY} ('{ROOT_LABEL}', user, '{SUBJECT}') =="
     )
-    results = run(args, samples, log)
+    try:
+        results = run(args, samples, log)
+    finally:
+        if args.databases:
+            args.databases.close()
     log("")
     log(format_table(results))
     log(format_extras(results))
     if args.json:
         report = {"environment": env, "quick": args.quick, "samples": repr(samples), **results}
+        if not args.databases:  # the SQLite mode's JSON keeps its keys
+            del report["engine"], report["peer"]
         args.json.write_text(json.dumps(report, indent=2, default=str))
         log(f"wrote {args.json}")
     return 0

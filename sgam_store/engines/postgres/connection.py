@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import re
+import select
+import struct
 from typing import Any
 
+import numpy as np
 import psycopg
-from psycopg import Connection, adapt, conninfo, sql
+from psycopg import Connection, adapt, conninfo, pq, sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sgam_store.core.errors import ConfigurationError, StoreUnavailableError
@@ -55,17 +58,57 @@ class StoredTimeLoader(adapt.Loader):
         return f"{year}-{month}-{day}T{hour}:{minute}:{second}.{(frac or '').ljust(6, '0')}Z"
 
 
+class BinaryVector(bytes):
+    """A query vector in pgvector's binary input form: dimensions and a reserved word
+    (int16 each), then big-endian float32s. Sent with no type (OID 0), so the statement's
+    `::vector` cast types the parameter and the server reads it with `vector_recv`:
+    no float is printed by the client or parsed by the server."""
+
+    @classmethod
+    def of(cls, query_vec: bytes) -> BinaryVector:
+        """From the store's float32 bytes (native order)."""
+        floats = np.frombuffer(query_vec, dtype=np.float32)
+        return cls(struct.pack(">HH", floats.size, 0) + floats.astype(">f4").tobytes())
+
+
+class BinaryVectorDumper(adapt.Dumper):
+    """Sends a `BinaryVector` as it is, in binary format, untyped."""
+
+    format = pq.Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj)
+
+
 def configure(schema: str) -> Any:
-    """The pool's per-connection set-up: UTC, our schema first, text timestamps."""
+    """The pool's per-connection set-up: UTC, our schema first, text timestamps, binary
+    query vectors."""
 
     def setup(conn: Connection) -> None:
         conn.adapters.register_loader("timestamptz", StoredTimeLoader)
+        conn.adapters.register_dumper(BinaryVector, BinaryVectorDumper)
         search_path = sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
         conn.execute(search_path)
         conn.execute("SET TIME ZONE 'UTC'")
         conn.commit()
 
     return setup
+
+
+def check_quietly(conn: Connection) -> None:
+    """The pool's check at every checkout, without a round trip when nothing is wrong.
+
+    An idle connection has nothing to read: a server that shut down or restarted, or
+    closed the session, has sent its notice and end of stream, which makes the socket
+    readable. Only then, or when libpq already knows the connection is bad, does the
+    pool's own check (an empty query, 0.05 ms plus its Python) run, and a failure sends
+    the pool to another connection. A peer that vanished without a word is noticed by
+    the statement itself, as by the empty query (keepalives bound both)."""
+    if not conn.closed and conn.pgconn.status == pq.ConnStatus.OK:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+        if not readable:
+            return
+    ConnectionPool.check_connection(conn)
 
 
 def _params(target: str) -> dict[str, Any]:
@@ -151,7 +194,7 @@ def open_pool(
         max_size=max_size,
         kwargs={**kwargs, "autocommit": True, "prepare_threshold": prepare_threshold},
         configure=configure(schema),
-        check=ConnectionPool.check_connection,
+        check=check_quietly,
         open=False,
     )
     try:

@@ -522,6 +522,17 @@ class ScopeScorer:
             return local.frequency(self.conn, tokens[0])
         return self.engine.reads.keyword_frequency(self.conn, term)
 
+    def held(self, terms: list[str]) -> list[str]:
+        """Those of `terms` some fact of the scope holds, where the in-process scorer scores
+        them (else all): a term no fact holds adds 0.0 to every score and matches nothing,
+        so it needs no count of the whole index's rows (a statement walking its posting
+        lists: 46 us of a user's search at 5k, for the one new term of each query)."""
+        local = self.local
+        tokens = local.tokens(terms) if local is not None else None
+        if local is None or tokens is None:
+            return terms
+        return [term for term, token in zip(terms, tokens, strict=True) if local.holding(token)]
+
     def holding(self, term: str) -> int:
         """How many of the scope's facts hold `term` (the scope's common-term cut)."""
         local = self.local
@@ -545,12 +556,13 @@ def scope_keyword_hits(
     No term is in more of the scope's facts than match any of the terms, so when those
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
-    cost) is only run when the matches exceed the ceiling. Same hits, same order.
+    cost) is only run when the matches exceed the ceiling. Same hits, same order. Terms
+    no fact of the scope holds are left out before any count (`ScopeScorer.held`).
     `scored`: (pruned terms, their hits) where the engine's `scope_scored` read them."""
     if scored is not None:  # the pruned terms and their hits, already read
         terms, hits = scored
     else:
-        query = scorer.terms(op.query or "")
+        query = scorer.held(scorer.terms(op.query or ""))
         terms = drop_common_terms(engine, conn, query, stats, scorer.frequency)
         hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))

@@ -8,7 +8,9 @@ A read's scope arrives as plain pieces, first after the connection: `at` and `kn
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
 import math
 import re
@@ -551,7 +553,7 @@ class ScopeKeywords:
     scores them (`keyword_scores`): the same hits, scores and order. Kept by the state,
     so a scope searched again costs its statistics statement alone."""
 
-    __slots__ = ("fact_ids", "lengths", "postings", "state", "texts")
+    __slots__ = ("fact_ids", "joined", "lengths", "postings", "starts", "state", "texts")
 
     def __init__(self, state: _KeywordState, rows: list[tuple[int, str, int]]) -> None:
         self.state = state
@@ -559,6 +561,11 @@ class ScopeKeywords:
         self.texts = [text for _, text, _ in rows]
         self.lengths = [length for _, _, length in rows]
         self.postings: dict[str, list[int]] = {}  # token -> positions of rows holding it
+        # Every row's tokens in one string, rows apart by a newline (never in a token or
+        # between two), and where each row starts: a token is looked for once in the
+        # scope, not once a row.
+        self.joined = "\n".join(self.texts)
+        self.starts = list(itertools.accumulate((len(t) + 1 for t in self.texts[:-1]), initial=0))
 
     def terms(self, text: str) -> list[str]:
         """`keyword_terms` of a query, in the language the state read with the index."""
@@ -573,10 +580,20 @@ class ScopeKeywords:
         return None if any(len(f) != 1 for f in found) else [f[0] for f in found]
 
     def _holding(self, token: str) -> list[int]:
+        """Positions of the rows holding `token`, in order: a search of the joined rows
+        from each match's next row on (a user's 25 rows at 5k: 25 substring tests a token
+        before; an absent token, most of a query's, is one search)."""
         found = self.postings.get(token)
         if found is None:
-            spaced = f" {token} "
-            found = self.postings[token] = [i for i, t in enumerate(self.texts) if spaced in t]
+            found = self.postings[token] = []
+            spaced, joined, starts = f" {token} ", self.joined, self.starts
+            at = joined.find(spaced)
+            while at >= 0:
+                row = bisect.bisect_right(starts, at) - 1
+                found.append(row)
+                if row + 1 == len(starts):
+                    break
+                at = joined.find(spaced, starts[row + 1])
         return found
 
     def holding(self, token: str) -> int:

@@ -78,3 +78,19 @@ def test_a_term_no_scope_fact_holds_is_not_counted(langmem_store: SGAMStore) -> 
     assert found and all(i.namespace == ("memories", "u1") for i in found)
     assert any("'chess'" in sql for sql in counted)
     assert not any("zanzibar" in sql for sql in counted)
+
+
+@pytest.mark.sqlite_only
+def test_the_index_size_comes_with_the_keyword_state(langmem_store: SGAMStore) -> None:
+    """The common-term cut's `highest_row_id` is read in the keyword mirror's state
+    statement: no statement of its own, and the same cut (the hits above)."""
+    statements: list[str] = []
+    langmem_store.conn.set_trace_callback(statements.append)
+    try:
+        found = langmem_store.search(("memories", "u2"), query="chess sailing", limit=5)
+    finally:
+        langmem_store.conn.set_trace_callback(None)
+    assert found
+    state = [s for s in statements if "fact_fts_data" in s]
+    assert len(state) == 1 and "max(row_id)" in state[0]
+    assert not any(s.startswith("SELECT max(row_id)") for s in statements)

@@ -495,7 +495,10 @@ class ScopeScorer:
         self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
         self.tenant = search.tenant_of(engine, scope, op)
         in_process = mirror is not None and self.tenant is not None and fact_ids
-        self.local = mirror.scope(conn, self.tenant, fact_ids) if in_process else None
+        # The index's highest row id comes with the mirror's state (None: not read yet).
+        self.local, self.rows = (
+            mirror.scope(conn, self.tenant, fact_ids) if in_process else (None, None)
+        )
 
     def scores(self, terms: list[str]) -> Hits:
         """(fact_id, BM25 score) of the scope's facts matching any of `terms`, best first."""
@@ -563,7 +566,7 @@ def scope_keyword_hits(
         terms, hits = scored
     else:
         query = scorer.held(scorer.terms(op.query or ""))
-        terms = drop_common_terms(engine, conn, query, stats, scorer.frequency)
+        terms = drop_common_terms(engine, conn, query, stats, scorer.frequency, scorer.rows)
         hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:

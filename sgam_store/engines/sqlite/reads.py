@@ -477,12 +477,14 @@ KEYWORD_MIRROR_ROWS = 200_000
 
 # The keyword index's state in one statement: FTS5's averages record (rows and tokens
 # in all) and its structure record, which every write to the index replaces (a new
-# segment, a new write counter); the language the rows are analyzed in; the tenant's slot.
+# segment, a new write counter); the language the rows are analyzed in; the tenant's slot;
+# and `highest_row_id`, which the common-term cut asks next (one statement, not two).
 _KEYWORD_STATE = (
     "SELECT (SELECT block FROM fact_fts_data WHERE id = 1), "
     "(SELECT block FROM fact_fts_data WHERE id = 10), "
     "(SELECT value FROM sgam_meta WHERE key = 'language'), "
-    "(SELECT slot FROM tenants WHERE tenant_id = ?)"
+    "(SELECT slot FROM tenants WHERE tenant_id = ?), "
+    "(SELECT max(row_id) FROM facts)"
 )
 
 # A keyword row as the mirror holds it: its text as stored, its tokens as FTS5's
@@ -520,10 +522,13 @@ class KeywordMirror:
         self.known: dict[int, _Row] | None = None  # rowid -> row as last read, any state
         self.lock = threading.Lock()
 
-    def scope(self, conn: Any, tenant: str, fact_ids: list[int]) -> ScopeKeywords | None:
-        """`scope_keywords` of this mirror: what the read layer calls (an optional engine
-        feature, as the vector mirror is; an engine without one is asked by statements)."""
-        return scope_keywords(conn, self, tenant, fact_ids)
+    def scope(
+        self, conn: Any, tenant: str, fact_ids: list[int]
+    ) -> tuple[ScopeKeywords | None, int]:
+        """`scope_keywords` of this mirror, and `highest_row_id` read with its state: what
+        the read layer calls (an optional engine feature, as the vector mirror is; an
+        engine without one is asked by statements)."""
+        return scope_keywords_sized(conn, self, tenant, fact_ids)
 
 
 class _KeywordState:
@@ -648,10 +653,23 @@ def scope_keywords(
     """The keyword rows of `fact_ids` (all in `tenant`) for scoring in process; None when
     FTS5 must score them: a row of text other than ASCII, an index larger than the
     mirror holds, or no keyword row in the tenant yet."""
-    averages, structure, language, slot = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
-    if slot is None or averages is None:
+    return scope_keywords_sized(conn, mirror, tenant, fact_ids)[0]
+
+
+def scope_keywords_sized(
+    conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
+) -> tuple[ScopeKeywords | None, int]:
+    """`scope_keywords`, and `highest_row_id` from the same statement."""
+    *key, slot, highest = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
+    return _scope_keywords(conn, mirror, fact_ids, tuple(key), slot), highest or 0
+
+
+def _scope_keywords(
+    conn: Any, mirror: KeywordMirror, fact_ids: list[int], key: tuple[Any, ...], slot: int | None
+) -> ScopeKeywords | None:
+    """`scope_keywords` in the index's state `key` (averages, structure, language)."""
+    if slot is None or key[0] is None:
         return None
-    key = (averages, structure, language)
     with mirror.lock:
         state = mirror.state
         if state.key != key:

@@ -76,3 +76,29 @@ def test_a_key_read_under_a_stale_version_is_never_served_stale(tmp_path: Path) 
         other.put(("memories", "u1"), "d", {"kind": "fact"})
         assert _listing(store, "u1", "fact") == ["d", "c"]
         assert _listing(store, "u1", "fact") == ["d", "c"]  # now from memory
+
+
+def test_a_scope_cut_by_its_limit_is_read_again_and_a_whole_one_is_kept(
+    tmp_path: Path,
+) -> None:
+    """`in_scope` reads a scope as one row (its ids as JSON arrays, the first expiry and
+    the count): a scope cut by the limit is never remembered (a fact past the cut could
+    expire first), a whole one is, until its first fact expires."""
+    with SGAMStore.from_conn_string(str(tmp_path / "memory.db"), tenant_at=1) as store:
+        store.setup()
+        for i in range(5):
+            store.put(("memories", "u0"), f"k{i}", {"kind": "fact"}, ttl=None if i else 60.0)
+        statements: list[str] = []
+        store.conn.set_trace_callback(statements.append)
+        with store.engine.reading() as conn:
+            conn.__dict__.pop("_sgam_memory", None)
+            for limit, size, reads_twice in ((3, 3, True), (10, 5, False)):
+                runs = []
+                for _ in range(2):
+                    before = len(statements)
+                    found = reads.in_scope(conn, None, None, "u0", ("memories", "u0"), None, limit)
+                    assert len(found) == size and all(isinstance(r, int) for r in found.values())
+                    runs.append(any("json_group_array" in s for s in statements[before:]))
+                assert runs == [True, reads_twice], limit
+        store.conn.set_trace_callback(None)
+        assert _scope(store, "u0") == sorted(found)

@@ -24,5 +24,7 @@ def test_rows_holding_a_token_are_those_each_rows_test_finds(bodies: list[str]) 
     scope = ScopeKeywords(_KeywordState(None), rows)
     for token in [*WORDS, "time", "absent"]:
         expected = [i for i, text in enumerate(scope.texts) if f" {token} " in text]
+        assert scope.holds(token) == bool(expected), token  # before and after the postings
         assert scope._holding(token) == expected, token
         assert scope.holding(token) == len(expected)
+        assert scope.holds(token) == bool(expected), token

@@ -534,7 +534,7 @@ class ScopeScorer:
         tokens = local.tokens(terms) if local is not None else None
         if local is None or tokens is None:
             return terms
-        return [term for term, token in zip(terms, tokens, strict=True) if local.holding(token)]
+        return [term for term, token in zip(terms, tokens, strict=True) if local.holds(token)]
 
     def holding(self, term: str) -> int:
         """How many of the scope's facts hold `term` (the scope's common-term cut)."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import orjson
+
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, ItemRow, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
@@ -187,13 +189,17 @@ def in_scope(
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
 
     def read() -> tuple[dict[int, int], str | None]:
-        rows = conn.execute(
-            f"SELECT f.fact_id, f.row_id, f.expires_at FROM facts f WHERE {where} LIMIT ?",
+        # One row of two JSON arrays, not a row a fact: a user's 100 facts at 20k cost
+        # 105 -> 83 us (SQLite builds a Python tuple a row); 25 at 5k the same.
+        fact_ids, row_ids, first, count = conn.execute(
+            "SELECT json_group_array(fact_id), json_group_array(row_id), min(expires_at), "
+            "count(*) FROM (SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
+            f"WHERE {where} LIMIT ?)",
             (*params, limit),
-        ).fetchall()
+        ).fetchone()
         # A scope cut by the LIMIT is not kept: a fact past it could expire first.
-        until = params[0] if len(rows) >= limit else _first_expiry(e for _, _, e in rows)
-        return {fid: row for fid, row, _ in rows}, until
+        until = params[0] if count >= limit else first
+        return dict(zip(orjson.loads(fact_ids), orjson.loads(row_ids), strict=True)), until
 
     if at is not None or known_at is not None:
         return read()[0]
@@ -600,6 +606,13 @@ class ScopeKeywords:
                     break
                 at = joined.find(spaced, starts[row + 1])
         return found
+
+    def holds(self, token: str) -> bool:
+        """Whether any of the scope's rows holds `token`: one search of the joined rows,
+        where its rows' positions (`_holding`) take a search per row holding it (a term
+        in all of a user's 100 rows at 20k, which the common-term cut then drops)."""
+        found = self.postings.get(token)
+        return bool(found) if found is not None else f" {token} " in self.joined
 
     def holding(self, token: str) -> int:
         """How many of the scope's rows hold `token` (the scope's common-term cut)."""

@@ -10,11 +10,11 @@ calls nothing here. Nothing here writes.
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from langgraph.store.base import Op, SearchItem, SearchOp
@@ -242,9 +242,8 @@ class Ranker:
         cosine = small.cosines
         if cosine is None:
             cosine = self._cosines(conn, scope, ids, query_vec)
-        # The page alone when it is all that is returned (sorted()[:n], as heapq says)
-        deep = contributed(depth, cfg) if hybrid else want
-        ranked = heapq.nsmallest(deep, cosine.items(), key=lambda kv: (-kv[1], kv[0]))
+        deep = contributed(depth, cfg) if hybrid else want  # the page alone, if all it is
+        ranked = best_first(cosine, deep)
         vector = [(fid, sim, found[fid]) for fid, sim in ranked]
         if not hybrid:
             return vector, False
@@ -380,6 +379,13 @@ def deepen(fetch: Fetch, n: int, want: int, seen: Candidates, first: Batch | Non
         hits, exhausted = fetch(n)
 
 
+def best_first(cosine: dict[int, float], n: int) -> list[tuple[int, float]]:
+    """The `n` best (fact_id, cosine), ties by fact id: `heapq.nsmallest(n, items,
+    key=(-cosine, id))`, which is that sorted()[:n]. Sorted by id, then stably by cosine,
+    descending, it builds no key tuple an item (a user's 100 facts: 14.8 -> 5.9 us)."""
+    return sorted(sorted(cosine.items()), key=itemgetter(1), reverse=True)[:n]
+
+
 def vector_depth(want: int) -> int:
     return max(64, want * 4)
 
@@ -495,7 +501,10 @@ class ScopeScorer:
         self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
         self.tenant = search.tenant_of(engine, scope, op)
         in_process = mirror is not None and self.tenant is not None and fact_ids
-        self.local = mirror.scope(conn, self.tenant, fact_ids) if in_process else None
+        # The index's highest row id comes with the mirror's state (None: not read yet).
+        self.local, self.rows = (
+            mirror.scope(conn, self.tenant, fact_ids) if in_process else (None, None)
+        )
 
     def scores(self, terms: list[str]) -> Hits:
         """(fact_id, BM25 score) of the scope's facts matching any of `terms`, best first."""
@@ -522,6 +531,17 @@ class ScopeScorer:
             return local.frequency(self.conn, tokens[0])
         return self.engine.reads.keyword_frequency(self.conn, term)
 
+    def held(self, terms: list[str]) -> list[str]:
+        """Those of `terms` some fact of the scope holds, where the in-process scorer scores
+        them (else all): a term no fact holds adds 0.0 to every score and matches nothing,
+        so it needs no count of the whole index's rows (a statement walking its posting
+        lists: 46 us of a user's search at 5k, for the one new term of each query)."""
+        local = self.local
+        tokens = local.tokens(terms) if local is not None else None
+        if local is None or tokens is None:
+            return terms
+        return [term for term, token in zip(terms, tokens, strict=True) if local.holds(token)]
+
     def holding(self, term: str) -> int:
         """How many of the scope's facts hold `term` (the scope's common-term cut)."""
         local = self.local
@@ -545,13 +565,14 @@ def scope_keyword_hits(
     No term is in more of the scope's facts than match any of the terms, so when those
     are few enough no term can be common in the scope: the query over all terms is the
     answer, and the count per term (a query each, most of a per-user search's keyword
-    cost) is only run when the matches exceed the ceiling. Same hits, same order.
+    cost) is only run when the matches exceed the ceiling. Same hits, same order. Terms
+    no fact of the scope holds are left out before any count (`ScopeScorer.held`).
     `scored`: (pruned terms, their hits) where the engine's `scope_scored` read them."""
     if scored is not None:  # the pruned terms and their hits, already read
         terms, hits = scored
     else:
-        query = scorer.terms(op.query or "")
-        terms = drop_common_terms(engine, conn, query, stats, scorer.frequency)
+        query = scorer.held(scorer.terms(op.query or ""))
+        terms = drop_common_terms(engine, conn, query, stats, scorer.frequency, scorer.rows)
         hits = scorer.scores(terms)
     ceiling = max(SCOPE_COMMON_MIN_ROWS, SCOPE_COMMON_SHARE * len(scorer.fact_ids))
     if len(hits) <= ceiling:

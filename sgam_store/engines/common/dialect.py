@@ -39,6 +39,13 @@ class Dialect:
         """The parameter `in_list` binds."""
         return json.dumps(list(values))
 
+    def rows_of(self, table: str, column: str, kind: str = "bigint") -> str:
+        """A FROM clause: the rows of `table` whose `column` is in a list bound as one
+        parameter (`as_list`), the list driving the join. SQLite's `in_list` form built a
+        temporary index and a Bloom filter of the list first (a 10-row page at 5k: 31.5
+        against 23.4 us)."""
+        return f"json_each(?) AS k CROSS JOIN {table} ON {column} = k.value"
+
     def json_text(self, column: str, key: str) -> str:
         """A top-level key of a JSON text column, as text."""
         return f"json_extract({column}, '$.{key}')"
@@ -84,6 +91,9 @@ class _Postgres(Dialect):
 
     def as_list(self, values: Iterable[Any]) -> Any:
         return list(values)
+
+    def rows_of(self, table: str, column: str, kind: str = "bigint") -> str:
+        return f"{table} WHERE {self.in_list(column, kind)}"
 
     def json_text(self, column: str, key: str) -> str:
         return f"{column}::jsonb ->> '{key}'"

@@ -64,7 +64,7 @@ I_COLUMNS = ", ".join(f"f.{name}" for name in ItemRow._fields)
 @functools.cache
 def _rows_sql(d: Dialect, whole: bool) -> str:
     columns = F_COLUMNS if whole else f"f.row_id, {I_COLUMNS}"
-    return d.sql(f"SELECT {columns} FROM facts f WHERE {d.in_list('f.row_id')}")
+    return d.sql(f"SELECT {columns} FROM {d.rows_of('facts f', 'f.row_id')}")
 
 
 def rows_by_id(

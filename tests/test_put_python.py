@@ -3,12 +3,15 @@ byte-identical to the analysis they replace."""
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 
 import pytest
 
 from sgam_store.core.analysis import LANGUAGES, STOPWORDS, Analyzer, fold, words
+from sgam_store.core.errors import InvalidFactError
+from sgam_store.ledger import encode_value
 
 
 def _reference_terms(analyzer: Analyzer, text: str) -> list[str]:
@@ -72,3 +75,28 @@ def test_uuid_pieces_stay_out_of_the_stem_cache() -> None:
     assert analyzer.term.cache_info().currsize == 5 + len(lettered)
     key = "80133cba-2eb6-4617-b2c3-743db0a42c27"
     assert analyzer.index_text(f"{key} gardening") == " ".join([*key.split("-"), "garden"])
+
+
+def test_value_json_is_json_dumps() -> None:
+    rng = random.Random(5)
+    for _ in range(500):
+        value = {
+            "content": _random_text(rng),
+            "n": rng.randint(-(10**20), 10**20),
+            "x": rng.random() * 10 ** rng.randint(-30, 30),
+            "nested": [None, True, {"é": "\u2028", "k": []}],
+        }
+        text, scalar = encode_value(value)
+        assert text == json.dumps(value, ensure_ascii=False, allow_nan=False)
+        assert scalar == 0
+    assert encode_value(3)[0] == json.dumps({"value": 3})
+
+
+@pytest.mark.parametrize("bad", [{"x": float("nan")}, {"x": float("inf")}, {"x": object()}])
+def test_value_json_refuses_what_json_dumps_refuses(bad: dict) -> None:
+    with pytest.raises(InvalidFactError):
+        encode_value(bad)
+    circular: dict = {}
+    circular["self"] = circular
+    with pytest.raises(InvalidFactError):
+        encode_value(circular)

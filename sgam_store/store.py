@@ -93,6 +93,9 @@ class _PreparedPut:
     vectors: list[tuple[str, bytes]]
     ttl: float | None
     source: str  # provenance, taken in the caller's context (its LangGraph run)
+    ns: str  # the namespace as stored, and its (tenant, subject): split once per put
+    tenant: str
+    subject: str
 
 
 def provenance(default: str = DEFAULT_SOURCE) -> str:
@@ -482,22 +485,26 @@ class SGAMStore(BaseStore):
         (put's position, field, text) of each text to embed for them."""
         prepared: list[_PreparedPut] = []
         to_embed: list[_Text] = []
+        layout = self.engine.layout
         for op in ops:
             if not isinstance(op, PutOp):
                 continue
             encoded = keyword = None
+            tenant, subject = layout.split(op.namespace)
             if op.value is not None:
                 encoded = ledger.encode_value(op.value, self.max_value_bytes)
                 if op.index is not False:
                     fields = list(op.index) if isinstance(op.index, list) else None
                     pairs = self._spec.texts(op.value, fields) if self._spec else None
-                    subject = self.engine.layout.split(op.namespace)[1]
                     keyword = self.facts.keyword_text(subject, op.key, op.value, fields, pairs)
                     to_embed += [(len(prepared), field, chunk) for field, chunk in pairs or ()]
             ttl = op.ttl if op.ttl is not NOT_PROVIDED else None
             if ttl is None and op.ttl is NOT_PROVIDED and self.ttl_config:
                 ttl = self.ttl_config.get("default_ttl")
-            prepared.append(_PreparedPut(op, encoded, keyword, [], ttl, source))
+            ns = namespaces.to_text(op.namespace)
+            prepared.append(
+                _PreparedPut(op, encoded, keyword, [], ttl, source, ns, tenant, subject)
+            )
         return prepared, to_embed
 
     def _embed_together(self, calls: list[list[_Text]]) -> list[list[list[float]] | None]:
@@ -555,7 +562,7 @@ class SGAMStore(BaseStore):
         ledger.prefetch(tx, [key for key in map(_key, puts) if key not in tx.tails])
         new_keys: list[tuple[int, str]] = []
         for n, put in enumerate(puts):
-            ns_text = namespaces.to_text(put.op.namespace)
+            ns_text = put.ns
             if put.op.value is None:
                 _delete(tx, ns_text, put.op.key, tx.opened[:earlier])
                 continue
@@ -567,10 +574,9 @@ class SGAMStore(BaseStore):
             tail = tx.tails.get((ns_text, put.op.key))
             new_key = tail is not None and tail.latest is None
             queue = review and new_key and put.op.index is not False
-            tenant, subject = tx.layout.split(put.op.namespace)
             fact = FactDraft(
-                tenant_id=tenant,
-                subject=subject,
+                tenant_id=put.tenant,
+                subject=put.subject,
                 attribute=put.op.key,
                 value=put.op.value,
                 valid_from=(
@@ -596,7 +602,7 @@ class SGAMStore(BaseStore):
                 ns=ns_text,
             )
             if queue:
-                new_keys.append((row_id, tenant))  # a new fact's id is its first row id
+                new_keys.append((row_id, put.tenant))  # a new fact's id is its first row id
         supersession.queue_new_keys(tx, new_keys)
 
     def _restates(self, tx: ledger.Tx, put: _PreparedPut, ns: str, version: int) -> bool:
@@ -1051,7 +1057,7 @@ def _tenant_of(layout: namespaces.Layout, scope: Scope, ops: Sequence[Op]) -> st
 
 
 def _key(put: _PreparedPut) -> tuple[str, str]:
-    return namespaces.to_text(put.op.namespace), put.op.key
+    return put.ns, put.op.key
 
 
 def _indexed_as(tx: ledger.Tx, row: Any) -> tuple[str | None, list[str]]:

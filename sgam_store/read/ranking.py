@@ -10,6 +10,7 @@ calls nothing here. Nothing here writes.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -433,6 +434,14 @@ def vector_ranking(
 # BM25 order, yet scoring its posting list dominates the query's cost.
 COMMON_TERM_SHARE = 0.1
 COMMON_TERM_MIN_ROWS = 1000
+# TermStats' counts are kept until the index has grown past this factor of its size when
+# they were taken.
+TERM_STATS_GROWTH = 1.1
+
+
+def common_ceiling(rows: int | float) -> float:
+    """The count above which a term is common in an index of `rows` keyword rows."""
+    return max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
 
 
 class TermStats:
@@ -440,12 +449,16 @@ class TermStats:
 
     Counting a term's rows can walk its whole posting list (milliseconds for a common
     term), so counts are remembered and forgotten when the keyword index has grown by a
-    tenth since they were taken: they only decide which terms to drop.
+    tenth since they were taken: they only decide which terms to drop. So the engine may
+    stop counting at `cap`, the highest ceiling while the counts are kept: a count at or
+    below it is exact, one above it is above every ceiling the cache will compare it with,
+    so the cut drops the same terms.
     """
 
     def __init__(self) -> None:
-        self.rows_at_fill = 0
-        self.frequency: dict[str, int] = {}
+        # (keyword rows when the counts were taken, term -> count): one attribute, so a
+        # search reads a map and its size together while another thread replaces both.
+        self.counts: tuple[int, dict[str, int]] = (0, {})
 
     def common(
         self,
@@ -462,18 +475,26 @@ class TermStats:
         # rows (one per fact) that costs one index seek.
         if rows is None:
             rows = engine.reads.highest_row_id(conn)
-        if rows > self.rows_at_fill * 1.1 or rows < self.rows_at_fill:
-            self.frequency, self.rows_at_fill = {}, rows
-        ceiling = max(COMMON_TERM_MIN_ROWS, COMMON_TERM_SHARE * rows)
+        filled, frequency = self.counts
+        if rows > filled * TERM_STATS_GROWTH or rows < filled:
+            filled, frequency = self.counts = (rows, {})
+        ceiling = common_ceiling(rows)
         # This call's map: a search in another thread may replace the attribute meanwhile
         # (the index grew), and this call must still find the counts it took.
-        frequency = self.frequency
+        cap = self.cap(filled)
         for term in terms:
             if term not in frequency:
                 frequency[term] = (
-                    count(term) if count else engine.reads.keyword_frequency(conn, term)
+                    count(term) if count else engine.reads.keyword_frequency(conn, term, cap)
                 )
         return {t for t in terms if frequency[t] > ceiling}
+
+    @staticmethod
+    def cap(filled: int) -> int:
+        """The highest ceiling a count taken at `filled` rows is compared with: rows stay
+        within [filled, filled * TERM_STATS_GROWTH] while it is kept (the same float
+        product as the check above, so no rounding lets a later ceiling exceed it)."""
+        return math.ceil(common_ceiling(filled * TERM_STATS_GROWTH))
 
 
 # In hybrid search of a small scope (see SMALL_SCOPE_MAX) a term is also dropped

@@ -406,11 +406,12 @@ def highest_row_id(conn: Any) -> int:
     return conn.execute("SELECT max(row_id) FROM facts").fetchone()[0] or 0
 
 
-def keyword_frequency(conn: Any, term: str) -> int:
+def keyword_frequency(conn: Any, term: str, cap: int | None = None) -> int:
     """How many keyword rows hold `term` (0 if none).
 
     fts5vocab counts them by walking the term's whole posting list: milliseconds for a
-    common term, so the read layer remembers the counts.
+    common term, so the read layer remembers the counts. Always exact, `cap` or not (the
+    seam's bound, which PostgreSQL stops at): BM25 here weighs a term by the same count.
     """
     row = conn.execute("SELECT doc FROM fact_fts_vocab WHERE term = ?", (term,)).fetchone()
     return row[0] if row else 0

@@ -199,7 +199,7 @@ ROW_SECURITY = [
     + " END IF; END $$",
 ]
 
-# One entry per schema version; ROW_SECURITY comes last, whatever its number.
+# One entry per schema version: ROW_SECURITY is v6; V7 and later are appended below.
 MIGRATIONS: list[list[str]] = [V1, V2, V3, V4, V5, ROW_SECURITY]
 LATEST = len(MIGRATIONS)
 

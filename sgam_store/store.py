@@ -337,12 +337,18 @@ class SGAMStore(BaseStore):
         read_only: bool,
         queries: dict[int, bytes] | None,
     ) -> list[Result]:
+        engine = self.engine
         for op in ops:
-            _validate(op, self.engine.filters, self.engine.layout)
-        if len(ops) == 1 and isinstance(ops[0], GetOp) and not self.ttl_config:
-            # The hottest call (BaseStore.get): one statement, nothing to prepare or refresh.
-            with self.engine.reading() as conn:
-                return [search.get(self.engine, conn, scope, ops[0].namespace, ops[0].key)]
+            _validate(op, engine.filters, engine.layout)
+        if len(ops) == 1 and not self.ttl_config:
+            # The hottest calls (BaseStore.get, a filtered list): one statement, nothing
+            # to embed, prepare or refresh (a listing's store layers 12 -> 3 us at 5k).
+            op = ops[0]
+            if op.__class__ is GetOp:
+                with engine.reading() as conn:
+                    return [search.get(engine, conn, scope, op.namespace, op.key)]
+            if op.__class__ is SearchOp and not op.query:
+                return [self._ranker.search(scope, op, None, self.retrieval)]
         if read_only and any(isinstance(op, PutOp) for op in ops):
             raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]

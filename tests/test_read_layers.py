@@ -48,6 +48,20 @@ def test_lone_listing_answers_as_a_listing_in_a_batch(store: SGAMStore) -> None:
     assert again[0].value == {"content": "u0 item 1, again", "kind": "fact"}
 
 
+def test_lone_search_answers_as_a_search_in_a_batch(vstore: SGAMStore) -> None:
+    for i, text in enumerate(["tea in the morning", "coffee at work", "tea and jazz", "chess"]):
+        vstore.put(("memories", "u0"), f"k{i}", {"text": text})
+        vstore.put(("memories", "u1"), f"k{i}", {"text": text + " too"})
+    for prefix, query in [(("memories", "u0"), "tea"), (("memories",), "coffee jazz")]:
+        alone = vstore.search(prefix, query=query, limit=3)
+        batched = vstore.batch([SearchOp(prefix, None, 3, 0, query), GetOp(prefix, "none")])[0]
+        assert len(alone) == 3
+        assert _fields(alone) == _fields(batched)
+    assert {i.namespace for i in vstore.search(("memories", "u1"), query="tea")} == {
+        ("memories", "u1")
+    }
+
+
 def test_lone_listing_still_checks_its_op(store: SGAMStore) -> None:
     with pytest.raises(InvalidFilterError):
         store.search(("memories", "u0"), filter={"kind": {"$nope": 1}})

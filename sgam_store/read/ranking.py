@@ -87,10 +87,7 @@ class Ranker:
                 return search.listing(self._engine, conn, scope, op)
             page = self.page(conn, scope, op, query_vec, retrieval)
             rows = self._engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
-        return [
-            search.to_item(rows[row_id], score=score, search=True)  # type: ignore[misc]
-            for _, score, row_id in page
-        ]
+        return search.search_items((rows[row_id], score) for _, score, row_id in page)
 
     def page(
         self,

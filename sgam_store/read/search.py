@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -152,6 +152,36 @@ def to_item(r: FactRow | ItemRow, score: float | None = None, search: bool = Fal
     )
 
 
+def search_items(page: Iterable[tuple[FactRow | ItemRow, float | None]]) -> list[SearchItem]:
+    """`to_item(row, score, search=True)` of each (row, score) of a page, with what the
+    items share looked up once: a page is mostly one namespace (one user's), whose tuple
+    is built once and shared (tuples are immutable), and the names each item needs are
+    bound once a page (a 6-item page 22.5 -> 18.9 us on a loaded machine, 5k)."""
+    if schema_migration.REGISTRY:  # dual-read: to_item's per-row migration
+        return [to_item(r, score, search=True) for r, score in page]  # type: ignore[misc]
+    parse, loads, make = datetime.fromisoformat, _loads, SearchItem
+    spaces: dict[str, tuple[str, ...]] = {}
+    items = []
+    for r, score in page:
+        text = r.namespace
+        namespace = spaces.get(text)
+        if namespace is None:
+            namespace = spaces[text] = namespaces.from_text(text)
+        created_at, valid_from = r.created_at, r.valid_from
+        created = parse(created_at)
+        items.append(
+            make(
+                namespace=namespace,
+                key=r.attribute,
+                value=loads(r.value),
+                created_at=created,
+                updated_at=created if valid_from == created_at else parse(valid_from),
+                score=score,
+            )
+        )
+    return items
+
+
 def _loads(text: str) -> Any:
     """A stored value: orjson where it reads it as json does (~5x faster), json for what
     orjson refuses (NaN, lone surrogates) and where it lost an integer past 64 bits (it
@@ -235,7 +265,7 @@ def listing(engine: Any, conn: Any, scope: Scope, op: SearchOp) -> list[SearchIt
     rows = engine.reads.listing(
         conn, scope.at, scope.known_at, *narrow(engine, scope, op), op.filter, op.limit, op.offset
     )
-    return [to_item(r, search=True) for r in rows]  # type: ignore[misc]
+    return search_items((r, None) for r in rows)
 
 
 def calibrated(engine: Any, conn: Any, query: str, ranked: Ranked) -> Ranked:

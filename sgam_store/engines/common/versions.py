@@ -113,7 +113,7 @@ def key_tails(d: Dialect, cur: Any, keys: list[tuple[str, str]]) -> list[tuple[F
     keys: half the group's time).
     """
     d.lock_keys(cur, keys)
-    rows = cur.execute(_key_tails_sql(d), d.as_pairs(keys)).fetchall()
+    rows = d.execute_planned(cur, _key_tails_sql(d), d.as_pairs(keys)).fetchall()
     return [(row, row.created_at) for row in map(FactRow._make, rows)]
 
 

@@ -63,8 +63,8 @@ class TxCursor:
         self.now: str | None = None  # the transaction's instant, once taken
         self.floor: str | None = None  # the newest known_from among the locked keys
 
-    def execute(self, query: Any, params: Any = None) -> Any:
-        return self.cursor.execute(query, params)
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None) -> Any:
+        return self.cursor.execute(query, params, prepare=prepare)
 
     def executemany(self, query: Any, params: Any) -> None:
         self.cursor.executemany(query, params)

@@ -48,7 +48,8 @@ def lock_keys(cur: Any, keys: list[tuple[str, str]]) -> None:
     _share_tenants(cur, {_tenant(cur, k) for k in todo})
     _advisory_locks(cur, "pg_advisory_xact_lock", [f"{ns}\x1f{attr}" for ns, attr in todo])
     cur.locked.update(todo)
-    newest = cur.execute(
+    newest = POSTGRES.execute_planned(
+        cur,
         "SELECT MAX(f.known_from) FROM unnest(%s::text[], %s::text[]) AS k(ns, attr) "
         "JOIN facts f ON f.namespace = k.ns AND f.attribute = k.attr",
         ([ns for ns, _ in todo], [attr for _, attr in todo]),

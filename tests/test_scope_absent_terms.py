@@ -13,9 +13,9 @@ import pytest
 from langgraph.store.base import SearchOp
 
 from sgam_store import SGAMStore
-from sgam_store.read import ranking, search
+from sgam_store.read import search
 from tests.conftest import HashEmbeddings
-from tests.test_scope_keywords import VOCABULARY, always_counted
+from tests.test_scope_keywords import VOCABULARY, assert_hits_as_always_counted
 
 ENGINES = ("sqlite", "postgres")
 USERS = {"u0": 10, "u1": 40, "u2": 80}
@@ -51,13 +51,7 @@ def test_terms_no_scope_fact_holds_change_no_hit(langmem_store: SGAMStore) -> No
             words += rng.sample(ELSEWHERE + NOWHERE, rng.randint(1, 2))
             rng.shuffle(words)
             op = SearchOp(("memories", user), query=" ".join(words), limit=10)
-            found = engine.reads.in_scope(conn, None, None, user, op.namespace_prefix, None, 500)
-            ids = sorted(found)
-            want = always_counted(engine, conn, op, ids, ranking.TermStats())
-            for mirror in mirrors:
-                scorer = ranking.ScopeScorer(engine, conn, scope, op, ids, mirror)
-                got = ranking.scope_keyword_hits(engine, conn, op, scorer, ranking.TermStats())
-                assert got == want, (user, op.query, mirror)
+            assert_hits_as_always_counted(engine, conn, scope, op, mirrors)
 
 
 @pytest.mark.sqlite_only

@@ -71,6 +71,23 @@ def fts_scores(engine: Any, conn: Any, terms: list[str], user: str, ids: list[in
     return engine.reads.keyword_scores(conn, query, ids) if query else []
 
 
+def assert_hits_as_always_counted(
+    engine: Any, conn: Any, scope: Any, op: SearchOp, mirrors: list[Any]
+) -> tuple[list[int], ranking.Hits]:
+    """`scope_keyword_hits` of `op`'s user, through the index's statements (mirror None)
+    and each given mirror, equal the rule as first written: the scope's fact ids and
+    those hits."""
+    tenant = op.namespace_prefix[1]
+    found = engine.reads.in_scope(conn, None, None, tenant, op.namespace_prefix, None, 500)
+    ids = sorted(found)
+    want = always_counted(engine, conn, op, ids, ranking.TermStats())
+    for mirror in mirrors:
+        scorer = ranking.ScopeScorer(engine, conn, scope, op, ids, mirror)
+        got = ranking.scope_keyword_hits(engine, conn, op, scorer, ranking.TermStats())
+        assert got == want, (tenant, op.query, mirror)
+    return ids, want
+
+
 def always_counted(
     engine: Any, conn: Any, op: SearchOp, ids: list[int], stats: Any
 ) -> ranking.Hits:
@@ -99,13 +116,7 @@ def test_scope_hits_equal_the_always_counted_rule(langmem_store: SGAMStore) -> N
             user = rng.choice(list(USERS))
             query = " ".join(rng.sample(VOCABULARY, rng.randint(1, 4)))
             op = SearchOp(("memories", user), query=query, limit=10)
-            found = engine.reads.in_scope(conn, None, None, user, op.namespace_prefix, None, 500)
-            ids = sorted(found)
-            want = always_counted(engine, conn, op, ids, ranking.TermStats())
-            for mirror in mirrors:
-                scorer = ranking.ScopeScorer(engine, conn, scope, op, ids, mirror)
-                got = ranking.scope_keyword_hits(engine, conn, op, scorer, ranking.TermStats())
-                assert got == want, (user, query, mirror)
+            ids, want = assert_hits_as_always_counted(engine, conn, scope, op, mirrors)
             full = fts_scores(engine, conn, engine.reads.keyword_terms(conn, query), user, ids)
             counted += len(full) > max(ranking.SCOPE_COMMON_MIN_ROWS, len(ids) / 4)
             dropped += len(want) != len(full)

@@ -15,7 +15,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -121,9 +121,9 @@ def listing(
             f"SELECT {I_COLUMNS} FROM facts f{hint} WHERE {where} "
             "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
             (*params, limit, offset),
-        ).fetchall()
-        rows = [ItemRow._make(row) for row in found]
-        return rows, _first_expiry(r.expires_at for r in rows)
+        )
+        rows = list(map(ItemRow._make, found))
+        return rows, _first_expiry(rows)
 
     if not current or offset:  # rows before an offset could expire unseen
         return read()[0]
@@ -187,9 +187,10 @@ def in_scope(
     return _remembered(conn, key, read, params[0])
 
 
-def _first_expiry(expiries: Iterable[str | None]) -> str | None:
-    """The earliest of these expiry instants (None: none expires)."""
-    return min((e for e in expiries if e is not None), default=None)
+def _first_expiry(rows: list[ItemRow]) -> str | None:
+    """The earliest expiry instant of these rows (None: none expires)."""
+    expiries = [r.expires_at for r in rows if r.expires_at is not None]
+    return min(expiries) if expiries else None
 
 
 # Reads a connection remembers (`_remembered`) before it starts over.

@@ -1,7 +1,9 @@
 """A listing's short cuts (issue 31, session 36): a page's `SearchItem`s filled slot by
-slot instead of through LangGraph's constructor, and a current read's parameters bound
-without the rule's general builder. Each is checked against what it replaced: the
-constructor's items, and the rule's answer in every kind of scope, on both engines."""
+slot instead of through LangGraph's constructor, a current read's parameters bound
+without the rule's general builder, and a page read as the 6 columns its items need
+while no value transform is registered. Each is checked against what it replaced: the
+constructor's items, the rule's answer in every kind of scope, and the registry's dual
+read, on both engines."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from datetime import UTC, datetime
 
 from langgraph.store.base import SearchItem
 
-from sgam_store import SGAMStore
+from sgam_store import SGAMStore, register_transform
 from sgam_store.core import clock
+from sgam_store.core.models import PageRow
 from sgam_store.read import search
 
 ENGINES = ("sqlite", "postgres")
@@ -108,3 +111,28 @@ def test_a_remembered_listing_ends_at_its_first_expiry(store: SGAMStore) -> None
     assert [i.key for i in store.search(ns, filter={"kind": "fact"})] == ["brief", "lasting"]
     time.sleep(0.7)
     assert [i.key for i in store.search(ns, filter={"kind": "fact"})] == ["lasting"]
+
+
+def test_a_listing_reads_narrow_rows_until_a_transform_is_registered(
+    store: SGAMStore, empty_transform_registry: None
+) -> None:
+    """With no value transform registered a listing reads the 6 columns items need
+    (`PageRow`); once one is, it reads `ItemRow`s and shows values in the newest shape,
+    never a page remembered from before. Both engines answer the same."""
+    ns = ("acme", "mira")
+    store.put(ns, "passport_deadline", {"value": "2026-06-30", "kind": "fact"})
+    before = store.search(ns, filter={"kind": "fact"})
+    assert [i.value for i in before] == [{"value": "2026-06-30", "kind": "fact"}]
+    with store.engine.reading() as conn:
+        rows = store.engine.reads.listing(conn, None, None, "acme", ns, None, 10, 0)
+    narrow = type(rows[0]) is PageRow  # SQLite's; PostgreSQL reads ItemRows
+    assert narrow == store.engine.__class__.__module__.endswith("sqlite.engine")
+    register_transform(
+        1, 2, lambda v: {"date": v["value"], "kind": v["kind"]}, attribute="passport_deadline"
+    )
+    after = store.search(ns, filter={"kind": "fact"})
+    assert [i.value for i in after] == [{"date": "2026-06-30", "kind": "fact"}]
+    assert (after[0].key, after[0].created_at) == (before[0].key, before[0].created_at)
+    # A narrow row read before the registration is shown as stored, not refused.
+    shown = {"value": "2026-06-30", "kind": "fact"} if narrow else after[0].value
+    assert search.to_item(rows[0]).value == shown

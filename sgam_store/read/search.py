@@ -21,7 +21,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, Sear
 
 from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.errors import ConfigurationError
-from sgam_store.core.models import FactRow, ItemRow
+from sgam_store.core.models import FactRow, ItemRow, PageRow
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
 Hits = list[tuple[int, float]]  # (fact_id, score), best first, before the scope check
@@ -127,10 +127,14 @@ class Scope:
 # ------------------------------------------------------------------ items
 
 
-def to_item(r: FactRow | ItemRow, score: float | None = None, search: bool = False) -> Item:
+def to_item(
+    r: FactRow | ItemRow | PageRow, score: float | None = None, search: bool = False
+) -> Item:
     """An Item from a stored version, whole or as gets and listings read it (every get,
-    listing and search builds one per row, so no more than one call a field)."""
-    if schema_migration.REGISTRY:  # dual-read: newest registered shape
+    listing and search builds one per row, so no more than one call a field). A
+    `PageRow` was read while no transform was registered: its value stands as stored,
+    as it would had the read finished before the registration."""
+    if schema_migration.REGISTRY and not isinstance(r, PageRow):  # dual-read: newest shape
         value = schema_migration.present(r._asdict())[0]
     else:
         value = _loads(r.value)
@@ -157,7 +161,9 @@ def _stamps(created_at: str, valid_from: str) -> tuple[datetime, datetime]:
     return created, created if valid_from == created_at else datetime.fromisoformat(valid_from)
 
 
-def search_items(page: Iterable[tuple[FactRow | ItemRow, float | None]]) -> list[SearchItem]:
+def search_items(
+    page: Iterable[tuple[FactRow | ItemRow | PageRow, float | None]],
+) -> list[SearchItem]:
     """`to_item(row, score, search=True)` of each (row, score) of a page, with what the
     items share looked up once: a page is mostly one namespace (one user's), whose tuple
     is built once and shared (tuples are immutable), and the names each item needs are

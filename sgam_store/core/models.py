@@ -155,6 +155,20 @@ class ItemRow(NamedTuple):
     expires_at: str | None
 
 
+class PageRow(NamedTuple):
+    """A listing's row while no value transform is registered: the 6 of `ItemRow`'s
+    columns its item is built from and its page is remembered by (the expiry). The
+    other four serve the registry's dual read alone, and every column read costs ~0.1 us
+    a row (one user's filtered listing at 5k, the statement 45.2 -> 42.3 us)."""
+
+    namespace: str
+    attribute: str
+    value: str
+    valid_from: str
+    created_at: str
+    expires_at: str | None
+
+
 @dataclass(frozen=True)
 class ScopeSignals:
     """A small search scope's {fact_id: row_id} (`in_scope`) and, where one statement

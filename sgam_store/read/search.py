@@ -21,7 +21,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, Sear
 
 from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.errors import ConfigurationError
-from sgam_store.core.models import FactRow, ItemRow
+from sgam_store.core.models import FactRow, ItemRow, PageRow
 
 Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
 Hits = list[tuple[int, float]]  # (fact_id, score), best first, before the scope check
@@ -127,10 +127,14 @@ class Scope:
 # ------------------------------------------------------------------ items
 
 
-def to_item(r: FactRow | ItemRow, score: float | None = None, search: bool = False) -> Item:
+def to_item(
+    r: FactRow | ItemRow | PageRow, score: float | None = None, search: bool = False
+) -> Item:
     """An Item from a stored version, whole or as gets and listings read it (every get,
-    listing and search builds one per row, so no more than one call a field)."""
-    if schema_migration.REGISTRY:  # dual-read: newest registered shape
+    listing and search builds one per row, so no more than one call a field). A
+    `PageRow` was read while no transform was registered: its value stands as stored,
+    as it would had the read finished before the registration."""
+    if schema_migration.REGISTRY and not isinstance(r, PageRow):  # dual-read: newest shape
         value = schema_migration.present(r._asdict())[0]
     else:
         value = _loads(r.value)
@@ -157,14 +161,16 @@ def _stamps(created_at: str, valid_from: str) -> tuple[datetime, datetime]:
     return created, created if valid_from == created_at else datetime.fromisoformat(valid_from)
 
 
-def search_items(page: Iterable[tuple[FactRow | ItemRow, float | None]]) -> list[SearchItem]:
+def search_items(
+    page: Iterable[tuple[FactRow | ItemRow | PageRow, float | None]],
+) -> list[SearchItem]:
     """`to_item(row, score, search=True)` of each (row, score) of a page, with what the
     items share looked up once: a page is mostly one namespace (one user's), whose tuple
     is built once and shared (tuples are immutable), and the names each item needs are
     bound once a page (a 6-item page 22.5 -> 18.9 us on a loaded machine, 5k)."""
     if schema_migration.REGISTRY:  # dual-read: to_item's per-row migration
         return [to_item(r, score, search=True) for r, score in page]  # type: ignore[misc]
-    loads, make, stamps = _loads, SearchItem, _stamps
+    loads, make, stamps = _loads, _search_item, _stamps
     spaces: dict[str, tuple[str, ...]] = {}
     items = []
     for r, score in page:
@@ -173,17 +179,64 @@ def search_items(page: Iterable[tuple[FactRow | ItemRow, float | None]]) -> list
         if namespace is None:
             namespace = spaces[text] = namespaces.from_text(text)
         created, updated = stamps(r.created_at, r.valid_from)
-        items.append(
-            make(
-                namespace=namespace,
-                key=r.attribute,
-                value=loads(r.value),
-                created_at=created,
-                updated_at=updated,
-                score=score,
-            )
-        )
+        items.append(make(namespace, r.attribute, loads(r.value), created, updated, score))
     return items
+
+
+def _constructed(
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    created_at: datetime,
+    updated_at: datetime,
+    score: float | None,
+) -> SearchItem:
+    return SearchItem(
+        namespace=namespace,
+        key=key,
+        value=value,
+        created_at=created_at,
+        updated_at=updated_at,
+        score=score,
+    )
+
+
+def _filled(
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    created_at: datetime,
+    updated_at: datetime,
+    score: float | None,
+    new: Callable[[type[SearchItem]], SearchItem] = SearchItem.__new__,
+) -> SearchItem:
+    item = new(SearchItem)
+    item.namespace, item.key, item.value = namespace, key, value
+    item.created_at, item.updated_at, item.score = created_at, updated_at, score
+    return item
+
+
+def _slots(cls: type) -> set[str]:
+    """The attributes an instance of `cls` holds: its classes' slots, or {"__dict__"}
+    (any attribute) when one of them has none."""
+    names: set[str] = set()
+    for klass in cls.__mro__[:-1]:  # object holds none
+        slots = vars(klass).get("__slots__")
+        if slots is None:
+            return {"__dict__"}
+        names.update((slots,) if isinstance(slots, str) else slots)
+    return names
+
+
+# LangGraph's constructors copy the namespace into a tuple and parse timestamps given as
+# text; ours arrive as a tuple and datetimes, so while SearchItem holds exactly these
+# slots, an item's are filled directly (0.56 -> 0.14 us an item); any other shape of the
+# class (a new field) goes through its constructor.
+_search_item = (
+    _filled
+    if _slots(SearchItem) == {"namespace", "key", "value", "created_at", "updated_at", "score"}
+    else _constructed
+)
 
 
 def _loads(text: str) -> Any:

@@ -31,10 +31,11 @@ def _scope_sql(d: Dialect, has_at: bool, has_known_at: bool, has_tenant: bool) -
 
 
 def _params(at: str | None, known_at: str | None, tenant: str | None) -> list[Any]:
-    _, params = visible(at, known_at, "f")
-    if at is None and known_at is None:
-        params = [*params, clock.utc_now()]
-    return params if tenant is None else [*params, tenant]
+    current = at is None and known_at is None  # whose rule binds only now
+    params = [clock.utc_now()] if current else visible(at, known_at, "f")[1]
+    if tenant is not None:
+        params.append(tenant)
+    return params
 
 
 def scope(

@@ -15,18 +15,17 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import orjson
 
-from sgam_store.core import analysis, namespaces
-from sgam_store.core.models import FactRow, ItemRow, StoredKey, latest_per_key
+from sgam_store.core import analysis, namespaces, schema_migration
+from sgam_store.core.models import FactRow, ItemRow, PageRow, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import SQLITE, export
-from sgam_store.engines.common.reads import I_COLUMNS
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
     FACT_BITS,
@@ -62,7 +61,16 @@ def _search_scope(
     cond, params = _scope(at, known_at, tenant)
     ns_sql, ns_params = namespaces.prefix_sql("f.namespace", prefix)
     flt_sql, flt_params = filter_sql(filter)
-    return f"{cond} AND {ns_sql} AND {flt_sql}", [*params, *ns_params, *flt_params]
+    return _conjunction(cond, ns_sql, flt_sql), [*params, *ns_params, *flt_params]
+
+
+@functools.lru_cache(maxsize=256)
+def _conjunction(*conditions: str) -> str:
+    """The conditions joined by AND, one string object per combination: a statement
+    built on it is the same object call after call, whose hash Python keeps for the
+    connection's statement cache and `_remembered` (a ~600-character text hashed anew
+    on every listing otherwise)."""
+    return " AND ".join(conditions)
 
 
 # ---------------------------------------------------------------- items and listings
@@ -103,7 +111,7 @@ def listing(
     filter: dict[str, Any] | None,
     limit: int,
     offset: int,
-) -> list[ItemRow]:
+) -> list[ItemRow] | list[PageRow]:
     """A page of the versions visible in the search scope, newest belief first, as
     items are built from them.
 
@@ -116,19 +124,26 @@ def listing(
     current = tenant is not None and at is None and known_at is None
     hint = " INDEXED BY facts_current_recent" if current else ""
 
-    def read() -> tuple[list[ItemRow], str | None]:
-        found = conn.execute(
-            f"SELECT {I_COLUMNS} FROM facts f{hint} WHERE {where} "
-            "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        ).fetchall()
-        rows = [ItemRow._make(row) for row in found]
-        return rows, _first_expiry(r.expires_at for r in rows)
+    shape = ItemRow if schema_migration.REGISTRY else PageRow  # what items need of a row
+    sql = _listing_sql(where, hint, shape)
+
+    def read() -> tuple[list[ItemRow] | list[PageRow], str | None]:
+        rows = list(map(shape._make, conn.execute(sql, (*params, limit, offset))))
+        return rows, _first_expiry(rows)
 
     if not current or offset:  # rows before an offset could expire unseen
         return read()[0]
-    key = ("listing", where, *params[1:], limit)  # params[0]: now, checked apart
+    key = (sql, *params[1:], limit)  # params[0]: now, checked apart
     return _remembered(conn, key, read, params[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow]) -> str:
+    columns = ", ".join(f"f.{name}" for name in shape._fields)
+    return (
+        f"SELECT {columns} FROM facts f{hint} WHERE {where} "
+        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?"
+    )
 
 
 def admitted(
@@ -187,9 +202,10 @@ def in_scope(
     return _remembered(conn, key, read, params[0])
 
 
-def _first_expiry(expiries: Iterable[str | None]) -> str | None:
-    """The earliest of these expiry instants (None: none expires)."""
-    return min((e for e in expiries if e is not None), default=None)
+def _first_expiry(rows: list[ItemRow] | list[PageRow]) -> str | None:
+    """The earliest expiry instant of these rows (None: none expires)."""
+    expiries = [r.expires_at for r in rows if r.expires_at is not None]
+    return min(expiries) if expiries else None
 
 
 # Reads a connection remembers (`_remembered`) before it starts over.

@@ -13,8 +13,6 @@ import pytest
 
 from sgam_store import ForeignDatabaseError, SchemaVersionError, SGAMStore
 from sgam_store.cli import main
-from sgam_store.engines.common import changes
-from sgam_store.engines.common.dialect import SQLITE
 from sgam_store.engines.sqlite import connection, migrations, reads
 from tests.fixtures.make_fixture import FIXTURE, INDEX
 
@@ -264,59 +262,3 @@ def test_an_upgraded_file_drops_the_current_ns_index_and_seeks_the_count_index(
         found = store.search(("acme", "mira"), filter={"text": "prefers short answers"})
     assert [item.key for item in found] == ["tone"]
     assert "SEARCH f USING INDEX facts_current_count" in " ".join(row[3] for row in plan), plan
-
-
-def _recent_answers(store: SGAMStore) -> tuple[list, list, list]:
-    """A tenant's listing, a filtered one and its change feed, as plain values."""
-    listing = [(i.namespace, i.key, i.value) for i in store.search(("acme",), limit=40)]
-    filtered = [i.key for i in store.search(("acme",), filter={"kind": "k1"}, limit=5)]
-    feed = store.changes("2000-01-01T00:00:00Z", tenant_id="acme", limit=500)
-    return listing, filtered, [(c.kind, c.subject, c.attribute, c.value, c.at) for c in feed]
-
-
-def test_an_upgraded_file_lists_and_feeds_changes_from_one_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """V11 made the change feed's index and the listing's one. A v10 file holding retired
-    versions (overwrites, deletes) upgrades to the indexes a new file has, and answers a
-    listing, a filtered listing and the change feed as it did at v10; each walks the one
-    index in its own order, without sorting."""
-    old, fresh = str(tmp_path / "v10.db"), str(tmp_path / "fresh.db")
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:10])
-    monkeypatch.setattr(migrations, "LATEST", 10)
-    with SGAMStore.from_conn_string(old) as store:
-        store.setup()
-        for n in range(60):  # every key written 3 times: two retired versions each
-            store.put(("acme", f"s{n % 4}"), f"k{n % 20}", {"kind": f"k{n % 3}", "n": n})
-        store.put(("globex", "s0"), "k0", {"kind": "k1"})
-        store.delete(("acme", "s1"), "k1")
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 10
-        before = _recent_answers(store)
-    monkeypatch.undo()
-    for path in (old, fresh):
-        with SGAMStore.from_conn_string(path) as store:
-            store.setup()
-    with SGAMStore.from_conn_string(old) as store:
-        assert _recent_answers(store) == before
-        assert len(before[0]) == 19 and len(before[2]) > 60
-        listed: list[str] = []
-        store.conn.set_trace_callback(
-            lambda sql: listed.append(sql) if "ORDER BY f.known_from DESC" in sql else None
-        )
-        store.search(("acme",), filter={"kind": "k2"}, limit=3)
-        store.conn.set_trace_callback(None)
-        feed = (changes._feed_sql(SQLITE, True), ("acme", "", "~", 9, 9, "", "acme", "~", 9, 9))
-        plans = [
-            " ".join(row[3] for row in store.conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-            for sql, params in [(listed[0], ()), feed]
-        ]
-    indexes = [
-        sorted(row[1:] for row in schema_of(path) if row[0] == "index") for path in (old, fresh)
-    ]
-    assert indexes[0] == indexes[1]
-    assert "facts_changes" not in [name for name, _ in indexes[0]]
-    assert "facts_current_recent" in plans[0] and "TEMP B-TREE" not in plans[0], plans[0]
-    assert (
-        "COVERING INDEX facts_current_recent (tenant_id=? AND known_from>? AND known_from<?)"
-        in plans[1]
-    ), plans[1]

@@ -25,10 +25,9 @@ Change = tuple[FactRow, str, bool, int | None, bool]
 
 @functools.cache
 def _feed_sql(d: Dialect, by_tenant: bool) -> str:
-    """Both arms walk an index newest first and stop at the page: (tenant_id, known_from)
-    for versions written (facts_changes on PostgreSQL; on SQLite facts_current_recent,
-    which the listing shares since schema v11), facts_withdrawn (tenant_id, known_to) for
-    versions withdrawn; without a tenant they scan. Most withdrawn versions have a
+    """Both arms walk an index newest first and stop at the page: facts_changes
+    (tenant_id, known_from) for versions written, facts_withdrawn (tenant_id, known_to)
+    for versions withdrawn; without a tenant they scan. Most withdrawn versions have a
     successor and are skipped, so that arm starts no earlier than the written arm's page
     reaches when it is full: anything older cannot make the page, and the skipping stays
     within the same transactions (SQLite, 100k facts in 10 tenants, a page of 100: the

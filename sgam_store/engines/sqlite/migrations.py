@@ -241,26 +241,7 @@ V9: list[str | Callable[[Any], None]] = [
 # side's statements").
 V10: list[str | Callable[[Any], None]] = ["DROP INDEX IF EXISTS facts_current_ns"]
 
-# V11: the change feed's index and the listing's become one (SQLite only). Both read a
-# tenant's versions newest belief first: the change feed all of them (facts_changes), a
-# listing the current ones (facts_current_recent, partial). One index over every version,
-# with valid_to and known_to in its key, serves both: the listing still walks it in its
-# own order, and skips a retired version on the index entry alone, never reading its row.
-# It keeps the listing's name, which the listing's statement names (`reads.listing`). A
-# new memory then updates one index of the two: 1.0 of a LangMem batched put's 9.6 pages
-# at 20k. The price: a listing passes, on the index alone, the retired versions written
-# after its page's oldest item (a key overwritten 1,000 times since then: ~90 us more).
-# Keeping the partial index beside a retired-only one would keep the listing as it was,
-# but the tenant-wide reads that sought facts_changes (a tenant's erasure, as-of scopes,
-# counts) would scan (benchmarks/README.md, "Round 5: what each structure costs a put").
-V11: list[str | Callable[[Any], None]] = [
-    "DROP INDEX IF EXISTS facts_changes",
-    "DROP INDEX facts_current_recent",
-    """CREATE INDEX facts_current_recent
-       ON facts (tenant_id, known_from, row_id, valid_to, known_to)""",
-]
-
-MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11]
+MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10]
 LATEST = len(MIGRATIONS)
 
 

@@ -1,0 +1,66 @@
+"""benchmarks/bench_concurrent_puts.py measures what it says: every put of every writer
+goes through a group and is found in history, a lost put stops the run, and `--profile`
+counts the groups the store really made.
+
+Small runs on real files (a few writers, a few puts each); no time is asserted.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from bench_concurrent_puts import (
+    SHARED_KEYS,
+    GroupProbe,
+    check_history,
+    sgam_run,
+    writer_puts,
+)
+
+from sgam_store import SGAMStore
+
+WRITERS, PUTS = 4, 6
+
+
+def work() -> list[list[tuple]]:
+    return [writer_puts(w, PUTS) for w in range(WRITERS)]
+
+
+def test_writers_share_keys_and_each_put_is_a_new_text() -> None:
+    puts = [put for writer in work() for put in writer]
+    shared = {key for ns, key, _ in puts if ns == ("bench", "shared")}
+    assert 1 < len(shared) <= SHARED_KEYS
+    assert len({value["text"] for _, _, value in puts}) == len(puts)
+
+
+@pytest.mark.parametrize("mode", ["threads", "tasks", "batch", "one"])
+def test_every_put_goes_through_a_group_and_stays_in_history(
+    mode: str, tmp_path: Path
+) -> None:
+    probes: list[GroupProbe] = []
+    seconds = sgam_run(str(tmp_path / "c.db"), work(), mode, probes)
+    groups = probes[0].groups
+    assert seconds > 0
+    assert sum(end_puts for _, _, _, end_puts, _ in groups) == WRITERS * PUTS
+    assert probes[0].passes >= len(groups)
+    if mode == "batch":  # the n-th put of every writer, one transaction each
+        assert [g[3] for g in groups] == [WRITERS] * PUTS
+    assert "groups of" in probes[0].summary()
+
+
+def test_a_lost_put_stops_the_run(tmp_path: Path) -> None:
+    written = work()
+    sgam_run(str(tmp_path / "c.db"), written, "one")
+    store = SGAMStore(str(tmp_path / "c.db"))
+    try:
+        check_history(store, written)  # as written: passes
+        extra = [*written[0], (("bench", "w0"), "k0", {"text": "never written", "n": -1})]
+        with pytest.raises(SystemExit, match="lost puts"):
+            check_history(store, [extra, *written[1:]])
+    finally:
+        store.close()

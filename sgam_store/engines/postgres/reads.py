@@ -138,6 +138,18 @@ def listing(
     return [ItemRow._make(row) for row in rows]
 
 
+def _by_fact_id(ids: str, where: str) -> str:
+    """(fact_id, row_id) of the facts in `ids` (an array expression) that pass `where`.
+    The candidates are read by fact_id behind a fence (OFFSET 0), `where` applied to those
+    rows only: given the tenant's predicate beside them, a planner with no statistics
+    (right after a bulk load, before autovacuum analyzes) read the whole tenant by its
+    index instead and filtered 2,000 rows for 180 (2.5 against 0.45 ms at 20k facts)."""
+    return (
+        f"SELECT f.fact_id, f.row_id FROM (SELECT * FROM facts WHERE fact_id = ANY({ids}) "
+        f"OFFSET 0) AS f WHERE {where}"
+    )
+
+
 def admitted(
     conn: Any,
     at: str | None,
@@ -151,7 +163,7 @@ def admitted(
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     return dict(
         conn.execute(
-            f"SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(%s) AND {where}",
+            _by_fact_id("%s", where),
             (list(fact_ids), *params),
         ).fetchall()
     )
@@ -544,14 +556,14 @@ def hybrid_first(
         kw_params = [query.tsquery, query.tsquery, *([query.tenant] if confined else [])]
         kw_params.append(keyword_n)
     where, where_params = _search_scope(at, known_at, tenant, prefix, filter)
+    candidates = "ARRAY(SELECT fact_id FROM kw UNION SELECT fact_id FROM vec)"
     rows = conn.execute(
         # The query vector is sent and parsed once (q), for the scan and the cosines.
         f"WITH q AS (SELECT %s::vector AS v), kw AS MATERIALIZED ({kw_sql}), "
         f"vec AS MATERIALIZED ({source}), "
         # The candidates as an array (an InitPlan), as `admitted` and `similarities` take
         # theirs: the planner reads them by fact_id, never joins the scope to them.
-        "ok AS (SELECT f.fact_id, f.row_id FROM facts f WHERE f.fact_id = ANY(ARRAY("
-        f"SELECT fact_id FROM kw UNION SELECT fact_id FROM vec)) AND {where}), "
+        f"ok AS ({_by_fact_id(candidates, where)}), "
         "cos AS (SELECT fact_id, MIN(embedding <=> (SELECT v FROM q)) AS d FROM fact_vectors "
         "WHERE fact_id = ANY(ARRAY(SELECT fact_id FROM kw)) GROUP BY fact_id) "
         # ts_rank_cd's real stays a column of its own: read as float8 it would score

@@ -9,7 +9,6 @@ the puts that arrive while a write transaction is in progress share a commit
     python benchmarks/bench_concurrent_puts.py              # 16 threads x 150, 64 tasks
     python benchmarks/bench_concurrent_puts.py --quick      # fewer rounds and puts
     python benchmarks/bench_concurrent_puts.py --postgres   # SGAM on PostgreSQL too
-    python benchmarks/bench_concurrent_puts.py --profile    # inside the groups (below)
 
 Each round runs every contender on a fresh file, in turn, alternating the order round
 by round; figures are medians. LangGraph's stores run twice: on SQLite's default pragmas
@@ -19,11 +18,6 @@ SGAM run, every put must be a version in its key's history (0 lost), or the benc
 stops. "SGAM 1 thread, batches of N" writes the same puts N to a transaction from one
 thread: what a group of N costs per put with no thread hand-overs, so the ceiling for N
 concurrent writers (each has one put in flight).
-
-`--profile` runs only SGAM's threads, tasks and batches, and prints what their groups
-did: how many, their size, how many puts the leader found queued when it started (the
-rest joined while its transaction ran), the transaction body's passes, the transaction's
-time and the gap from one commit to the next transaction's start.
 """
 
 from __future__ import annotations
@@ -37,7 +31,6 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -105,50 +98,7 @@ async def in_tasks(store: BaseStore, work: list[list[Put]]) -> float:
     return time.perf_counter() - start
 
 
-class GroupProbe:
-    """Times each group's transaction in one store (the leader's `GroupCommit._commit`)
-    and counts the passes of its body (`apply`): what `--profile` prints."""
-
-    def __init__(self, store: SGAMStore) -> None:
-        # (start ns, end ns, puts at the start, puts at the end, the leader's thread)
-        self.groups: list[tuple[int, int, int, int, int]] = []
-        self.passes = 0
-        group = store._writes
-        commit, apply = group._commit, group.apply
-
-        def timed(works: list[Any]) -> None:
-            start, first = time.perf_counter_ns(), sum(w.size for w in works)
-            try:
-                commit(works)
-            finally:
-                end, puts = time.perf_counter_ns(), sum(w.size for w in works)
-                self.groups.append((start, end, first, puts, threading.get_ident()))
-
-        def counted(tx: Any, works: list[Any]) -> None:
-            self.passes += 1
-            apply(tx, works)
-
-        group._commit = timed  # type: ignore[method-assign]
-        group.apply = counted
-
-    def summary(self) -> str:
-        g = self.groups
-        gaps = [(b[0] - a[1]) / 1e3 for a, b in pairwise(g)]
-        span = (g[-1][1] - g[0][0]) / 1e3
-        same = sum(a[4] == b[4] for a, b in pairwise(g))
-        return (
-            f"{len(g)} groups of {statistics.mean(x[3] for x in g):.1f} puts, the leader "
-            f"found {statistics.median(x[2] for x in g):.0f} queued (median); "
-            f"{self.passes / len(g):.2f} body passes a group; transaction "
-            f"{statistics.median((x[1] - x[0]) / 1e3 for x in g):,.0f} us (median), gap "
-            f"{statistics.median(gaps or [0]):,.0f} us (median, {100 * sum(gaps) / span:.0f}% "
-            f"of the run); the previous group's leader leads {100 * same / max(1, len(g) - 1):.0f}%"
-        )
-
-
-def sgam_run(
-    target: str, work: list[list[Put]], mode: str, probes: list[GroupProbe] | None = None
-) -> float:
+def sgam_run(target: str, work: list[list[Put]], mode: str) -> float:
     """`mode`: "threads" (one per writer), "tasks" (one asyncio task per writer), or
     "one" (every writer's puts in one thread); "batch" does the same in one thread in
     batches of len(work) puts: what one transaction of that many costs, with no other
@@ -156,8 +106,6 @@ def sgam_run(
     that every put is a version of its key."""
     store = SGAMStore(target)
     store.setup()
-    if probes is not None:
-        probes.append(GroupProbe(store))
     try:
         if mode == "threads":
             seconds = in_threads(store, work)
@@ -271,13 +219,9 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="3 rounds of 60 puts per writer")
     p.add_argument("--postgres", action="store_true", help="also SGAM on PostgreSQL")
     p.add_argument("--pg-uri", help="a server for --postgres (default: an embedded one)")
-    p.add_argument("--profile", action="store_true", help="inside SGAM's groups, see above")
     args = p.parse_args()
     if args.quick:
         args.rounds, args.puts = 3, 60
-    if args.profile:
-        profile(args)
-        return
     pg = Databases(args.pg_uri) if args.postgres else None
     try:
         seconds = measure(contenders(args.threads, args.tasks, args.puts, pg), args.rounds)
@@ -285,25 +229,6 @@ def main() -> None:
         if pg is not None:
             pg.close()
     report(seconds, args)
-
-
-def profile(args: argparse.Namespace) -> None:
-    """Each SGAM contender that groups, `args.rounds` times on a fresh file: its time
-    and what its groups did (GroupProbe)."""
-    thread_work = [writer_puts(w, args.puts) for w in range(args.threads)]
-    task_work = [writer_puts(w, args.puts) for w in range(args.tasks)]
-    runs = {
-        f"SGAM {args.threads} threads": (thread_work, "threads"),
-        f"SGAM 1 thread, batches of {args.threads}": (thread_work, "batch"),
-        f"SGAM {args.tasks} tasks": (task_work, "tasks"),
-    }
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for name, (work, mode) in runs.items():
-                probes: list[GroupProbe] = []
-                seconds = sgam_run(str(Path(tmp) / f"p{r}-{mode}.db"), work, mode, probes)
-                per_put = 1e6 * seconds / (len(work) * args.puts)
-                print(f"{name}, round {r + 1}: {per_put:,.0f} us/put; {probes[0].summary()}")
 
 
 def measure(runs: dict[str, Callable[[Path], float]], rounds: int) -> dict[str, list[float]]:

@@ -6,10 +6,19 @@ Written once; the ledger, search, retention, backfill and stats all build on the
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sgam_store.core.models import FactRow
 
 COLUMNS = ", ".join(FactRow._fields)
-F_COLUMNS = ", ".join(f"f.{name}" for name in FactRow._fields)
+
+
+def aliased_columns(shape: type[NamedTuple], alias: str = "f") -> str:
+    """The select list that reads a row of `shape` from the facts table as `alias`."""
+    return ", ".join(f"{alias}.{name}" for name in shape._fields)
+
+
+F_COLUMNS = aliased_columns(FactRow)
 
 
 def believed_sql(alias: str = "") -> str:

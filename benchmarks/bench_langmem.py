@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import random
 import statistics
@@ -537,15 +536,6 @@ def format_extras(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def source_tree_hash() -> str:
-    """A hash of every sgam_store/**/*.py (bench_store's covers the top-level modules only)."""
-    digest = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent / "sgam_store"
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5,000 memories, fewer samples")
@@ -581,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
-    env = {**environment(), "sgam_store tree sha256": source_tree_hash()}
+    env = environment()
     log("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     log(f"samples: {samples}")
     if args.databases:

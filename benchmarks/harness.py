@@ -32,6 +32,8 @@ import sqlite_vec
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
+import sgam_store
+
 T = TypeVar("T")
 
 
@@ -362,18 +364,25 @@ def aligned(lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def source_hash() -> str:
+    """A hash of every .py file of the sgam_store package this run imported: with
+    PYTHONPATH naming another tree, a run names that tree's code, not this checkout's."""
+    source = Path(sgam_store.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(source.rglob("*.py")):
+        digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def environment() -> dict[str, Any]:
     probe = sqlean.connect(":memory:")
     probe.enable_load_extension(True)
     sqlite_vec.load(probe)
     vec_version = probe.execute("SELECT vec_version()").fetchone()[0]
     probe.close()
-    source = Path(__file__).resolve().parent.parent / "sgam_store"
-    digest = hashlib.sha256()
-    for path in sorted(source.rglob("*.py")):
-        digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
     return {
-        "sgam_store source sha256": digest.hexdigest()[:12],
+        "sgam_store source sha256": source_hash(),
+        "sgam_store imported from": str(Path(sgam_store.__file__).parent),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_langmem import source_tree_hash
 from hard_memories import CATEGORIES, SPLITS, Conversation, Dataset, Question, generate
+from harness import source_hash
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import LOCAL_DIMS, LocalMiniLM, SGAMStore
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
         f"split {args.split}: {len(dataset.conversations)} conversations, {turns} turns, "
         f"{len(dataset.questions)} questions; embedding {args.embedding}; seed {args.seed}; "
         f"keywords {args.language or 'by conversation language'}; stores {args.store}; "
-        f"sgam_store tree {source_tree_hash()}"
+        f"sgam_store source sha256 {source_hash()}"
     )
     timings: dict[str, float] = {}
     embeddings, dims = embedding(args.embedding)

@@ -140,9 +140,7 @@ def restates(current: Version | None, value: dict | None) -> bool:
     """Whether a put of `value` restates the open version: the same JSON, key order
     included (the store compares the stored text)."""
     return (
-        current is not None
-        and value is not None
-        and json.dumps(current.value) == json.dumps(value)
+        current is not None and value is not None and json.dumps(current.value) == json.dumps(value)
     )
 
 

@@ -54,7 +54,10 @@ def _serving(pid: int) -> bool:
 def test_stop_after_restart_stops_the_new_server_and_deletes_its_directory() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, str(ROOT)],
-        capture_output=True, text=True, timeout=180, check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert not _serving(report["pid"]), "the restarted server outlived stop()"

@@ -12,6 +12,7 @@ it as `harness` (the benchmarks folder is on their path when run as files).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import platform
 import random
@@ -31,8 +32,6 @@ import sqlean
 import sqlite_vec
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
-
-import sgam_store
 
 T = TypeVar("T")
 
@@ -364,10 +363,18 @@ def aligned(lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def source_dir() -> Path:
+    """The sgam_store package this run imports (its spec, the one `import` uses): with
+    PYTHONPATH naming another tree, that tree's, not this checkout's."""
+    spec = importlib.util.find_spec("sgam_store")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("sgam_store is not importable", name="sgam_store")
+    return Path(spec.origin).resolve().parent
+
+
 def source_hash() -> str:
-    """A hash of every .py file of the sgam_store package this run imported: with
-    PYTHONPATH naming another tree, a run names that tree's code, not this checkout's."""
-    source = Path(sgam_store.__file__).resolve().parent
+    """A hash of every .py file of `source_dir()`, so a run names the code it measured."""
+    source = source_dir()
     digest = hashlib.sha256()
     for path in sorted(source.rglob("*.py")):
         digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
@@ -382,7 +389,7 @@ def environment() -> dict[str, Any]:
     probe.close()
     return {
         "sgam_store source sha256": source_hash(),
-        "sgam_store imported from": str(Path(sgam_store.__file__).parent),
+        "sgam_store imported from": str(source_dir()),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

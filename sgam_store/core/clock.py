@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
@@ -64,6 +64,32 @@ def parse_stored(text: str | None) -> datetime | None:
     if text is None:
         return None
     return datetime.fromisoformat(text)
+
+
+def readable(instants: Iterable[Timestamp | None]) -> list[str | None]:
+    """Instants as a person reads them: UTC to the second (``2026-06-03T10:00:00Z``), with
+    microseconds only on those that would otherwise read the same as another, distinct one
+    of the same listing (two versions a microsecond apart must not look equal). Stored text
+    and JSON keep full precision; this is for tables, pages and pictures. None stays None."""
+    moments = [None if i is None else to_utc(i) for i in instants]
+    seconds: dict[datetime, set[datetime]] = {}
+    for moment in moments:
+        if moment is not None:
+            seconds.setdefault(moment.replace(microsecond=0), set()).add(moment)
+    shown: list[str | None] = []
+    for moment in moments:
+        if moment is None:
+            shown.append(None)
+            continue
+        text = fmt(moment)
+        crowded = len(seconds[moment.replace(microsecond=0)]) > 1
+        shown.append(text if crowded else f"{text[:19]}Z")
+    return shown
+
+
+def readable_one(instant: Timestamp | None) -> str | None:
+    """One instant, to the second: `readable` of a listing of one."""
+    return readable([instant])[0]
 
 
 _second: tuple[int, str] = (-1, "")

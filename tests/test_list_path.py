@@ -124,7 +124,9 @@ def test_a_listing_reads_narrow_rows_until_a_transform_is_registered(
     before = store.search(ns, filter={"kind": "fact"})
     assert [i.value for i in before] == [{"value": "2026-06-30", "kind": "fact"}]
     with store.engine.reading() as conn:
-        rows = store.engine.reads.listing(conn, None, None, "acme", ns, None, 10, 0)
+        rows = store.engine.reads.listing(
+            conn, None, None, "acme", ns, None, 10, 0, below_tenant=True
+        )
     narrow = type(rows[0]) is PageRow  # SQLite's; PostgreSQL reads ItemRows
     assert narrow == store.engine.__class__.__module__.endswith("sqlite.engine")
     register_transform(

@@ -319,9 +319,12 @@ def narrow(engine: Any, scope: Scope, op: SearchOp) -> tuple[str | None, tuple[s
 
 def listing(engine: Any, conn: Any, scope: Scope, op: SearchOp) -> list[SearchItem]:
     """Search without a query: newest first, exact offset/limit."""
+    tenant, prefix = narrow(engine, scope, op)
+    below_tenant = len(prefix) > engine.layout.tenant_at + 1
     rows = engine.reads.listing(
-        conn, scope.at, scope.known_at, *narrow(engine, scope, op), op.filter, op.limit, op.offset
-    )
+        conn, scope.at, scope.known_at, tenant, prefix, op.filter, op.limit, op.offset,
+        below_tenant=below_tenant,
+    )  # fmt: skip
     return search_items((r, None) for r in rows)
 
 

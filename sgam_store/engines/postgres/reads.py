@@ -126,9 +126,13 @@ def listing(
     filter: dict[str, Any] | None,
     limit: int,
     offset: int,
+    *,
+    below_tenant: bool,
 ) -> list[ItemRow]:
     """A page of the versions visible in the search scope, newest belief first (the
-    columns an item is built from, as on SQLite)."""
+    columns an item is built from, as on SQLite). `below_tenant` names no index here:
+    PostgreSQL's planner picks between the tenant's walk and the namespace's seek from
+    its statistics."""
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     rows = conn.execute(
         f"SELECT {portable.I_COLUMNS} FROM facts f WHERE {where} "

@@ -91,7 +91,11 @@ class TenantMemory:
             raise FieldError("value", "is empty: pass the value to remember")
         before = self.store.fact_at(self.tenant, subj, attr)
         holding = self.store.fact_at(self.tenant, subj, attr, at=start) if start else before
-        if holding is not None and holding.value == value:
+        said_at = clock.utc_now()  # the episode's time, and the start when none is given
+        update = self._candidate(
+            evidence, subj, attr, holding, value, start or said_at, memory_type
+        )
+        if holding is not None and holding.value == value:  # valid, and already stored
             return {
                 "changed": False,
                 "before": self.cited(before),
@@ -106,10 +110,6 @@ class TenantMemory:
                 "start, later than that one",
                 "ConflictError",
             )
-        said_at = clock.utc_now()  # the episode's time, and the start when none is given
-        update = self._candidate(
-            evidence, subj, attr, holding, value, start or said_at, memory_type
-        )
         # The evidence quotes the conversation (the docstring asks for the user's words);
         # the speaker names the client that relayed it.
         episode = self.store.record_episode(

@@ -9,6 +9,7 @@ type, with nothing written. Read-only servers do not offer the write tools at al
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from sgam_store.mcp.memory import SEARCH_LIMIT, FieldError, TenantMemory
 NAME = "sgam-memory"
 URI = "sgam://{subject}"
 DEFAULT_SPEAKER = "mcp-client"  # when the client sent no name in its initialize request
+ToolFn = Callable[..., CallToolResult]
 READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 
@@ -99,6 +101,18 @@ def answer(call: Callable[[], dict[str, Any]]) -> CallToolResult:
         return refused(error)
 
 
+def tool(server: FastMCP[Any], annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
+    """Register a function as a tool whose description is its docstring, dedented (the
+    text a model reads to decide when to call it)."""
+
+    def register(fn: ToolFn) -> ToolFn:
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.add_tool(fn, description=description, annotations=annotations)
+        return fn
+
+    return register
+
+
 def speaker(ctx: Context[Any, Any, Any]) -> str:
     """The client's name from its initialize request: the speaker of what it records."""
     params = ctx.session.client_params
@@ -149,7 +163,7 @@ def correction_prompt(situation: str = "") -> str:
 
 
 def add_write_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
-    @server.tool(annotations=WRITE)
+    @tool(server, WRITE)
     def remember(
         subject: Subject,
         attribute: Attribute,
@@ -189,18 +203,19 @@ def add_write_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
             )
         )
 
-    @server.tool(annotations=WRITE)
+    @tool(server, WRITE)
     def forget(subject: Subject, attribute: Attribute) -> CallToolResult:
-        """Stop treating a fact as current, when the user says it no longer holds.
+        """Stop treating a fact as current.
 
-        The fact is closed now and kept in history (recall as of an earlier date still
-        finds it). Returns the fact as it was closed.
+        Call it when the user says something no longer holds (and gives no new value;
+        for a new value use remember). The fact is closed now and kept in history
+        (recall as of an earlier date still finds it). Returns the fact as it was closed.
         """
         return answer(lambda: memory.forget(subject, attribute))
 
 
 def add_read_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
-    @server.tool(annotations=READ)
+    @tool(server, READ)
     def recall(
         question: Annotated[
             str | None, Field(description="The question to answer, in the user's words.")
@@ -228,7 +243,7 @@ def add_read_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
             lambda: memory.recall(question, subject, valid_at=valid_at, known_at=known_at)
         )
 
-    @server.tool(annotations=READ)
+    @tool(server, READ)
     def search(
         query: Annotated[str, Field(description="Words to look for.")],
         subject: Annotated[str | None, Field(description="Only under this subject.")] = None,
@@ -241,7 +256,7 @@ def add_read_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
         """
         return answer(lambda: memory.search(query, subject, limit))
 
-    @server.tool(annotations=READ)
+    @tool(server, READ)
     def history(
         subject: Subject,
         attribute: Attribute,
@@ -258,7 +273,7 @@ def add_read_tools(server: FastMCP[Any], memory: TenantMemory) -> None:
         """
         return answer(lambda: memory.history(subject, attribute, known_at))
 
-    @server.tool(annotations=READ)
+    @tool(server, READ)
     def what_changed(
         since: Annotated[str, Field(description="ISO-8601 instant with 'Z'.")],
         limit: Annotated[

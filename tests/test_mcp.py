@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, context
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
@@ -391,3 +392,51 @@ def test_http_refuses_a_foreign_host_or_origin(db: Path) -> None:
         assert post() == 200
         assert post(Origin=f"http://127.0.0.1:{port}") == 200
         assert post(Host=f"localhost:{port}", Origin=f"http://localhost:{port}") == 200
+
+
+# --------------------------------------------------------------- engines, the extra
+
+
+def test_the_server_on_postgresql(pg_server: str) -> None:
+    """The same server on a PostgreSQL URI: the correction and June 2, one tenant only."""
+    from tests import pg
+
+    uri = pg.fresh_database()
+    with SGAMStore.from_conn_string(uri) as store:
+        store.setup()
+        store.replace_fact(
+            MemoryFact(tenant_id="globex", subject="mira", attribute="passport_deadline",
+                       value="2027-01-01", valid_from="2026-05-01T00:00:00Z",
+                       source_episode_id="external:seed")
+        )  # fmt: skip
+
+    async def scenario() -> None:
+        async with stdio_session(uri) as session:  # type: ignore[arg-type]
+            data(await session.call_tool("remember", E1))
+            data(await session.call_tool("remember", E2))
+            june2 = {"subject": "mira", "valid_at": "2026-06-02T00:00:00Z"}
+            facts = data(await session.call_tool("recall", june2))["facts"]
+            assert [(f["value"], f["source"]["said"]) for f in facts] == [
+                ("2026-07-15", E1["evidence"])
+            ]
+            history = data(await session.call_tool("history", KEY_ARGS))["versions"]
+            assert [v["value"] for v in history] == ["2026-07-15", "2026-06-30"]
+
+    anyio.run(scenario)
+    with SGAMStore.from_conn_string(uri) as store:
+        assert store.fact_at("globex", *KEY).value == "2027-01-01"  # type: ignore[union-attr]
+
+
+def test_without_the_mcp_extra_the_command_says_how_to_get_it(db: Path) -> None:
+    program = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "from sgam_store.cli import main\n"
+        f"sys.exit(main(['mcp', '--db', {str(db)!r}, '--tenant', 'acme']))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=server_env(),
+        timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "sgam: mcp needs mcp, from the mcp extra: pip install 'sgam-store[mcp]'" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -53,10 +53,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         from sgam_store.mcp import create_server
     except ModuleNotFoundError as exc:
-        if exc.name not in MCP_EXTRA:
+        missing = (exc.name or "").split(".")[0]
+        if missing not in MCP_EXTRA:
             raise
         print(
-            f"sgam: mcp needs {exc.name}, from the mcp extra: pip install 'sgam-store[mcp]'",
+            f"sgam: mcp needs {missing}, from the mcp extra: pip install 'sgam-store[mcp]'",
             file=sys.stderr,
         )
         return 2

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,14 @@ async def test_passport_correction_and_point_in_time(connect: Connect, db: Path)
         )
         assert [f["value"] for f in june2["facts"]] == ["2026-07-15"]
         assert june2["facts"][0]["source"]["said"] == E1["evidence"]
+
+        # what the memory believed between the two calls, before the correction was recorded
+        recorded = [datetime.fromisoformat(x["written"]["recorded_at"]) for x in (first, second)]
+        between = (recorded[0] + (recorded[1] - recorded[0]) / 2).isoformat()
+        then = data(await session.call_tool("recall", {"subject": "mira", "known_at": between}))
+        assert [(f["value"], f["valid_to"]) for f in then["facts"]] == [("2026-07-15", None)]
+        believed = data(await session.call_tool("history", {**KEY_ARGS, "known_at": between}))
+        assert [v["value"] for v in believed["versions"]] == ["2026-07-15"]
 
         history = data(
             await session.call_tool(

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench peer peer-pg plain chromium
+.PHONY: demo test lint bench peer peer-pg plain chromium inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,18 @@ demo: $(VENV)/.installed
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-test: $(VENV)/.installed chromium
+# The MCP project's inspector, a client we did not write, driven in its CLI mode by
+# tests/test_mcp_inspector.py (which looks for it under the venv). Pinned; it declares
+# node >= 22 but its CLI mode runs on the node 20 these machines have.
+INSPECTOR := $(VENV)/mcp-inspector/node_modules/.bin/mcp-inspector
+
+$(INSPECTOR):
+	npm install --prefix $(VENV)/mcp-inspector --no-audit --no-fund --silent \
+		@modelcontextprotocol/inspector@2.12.0
+
+inspector: $(VENV)/.installed $(INSPECTOR)
+
+test: $(VENV)/.installed chromium inspector
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q

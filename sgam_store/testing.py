@@ -86,10 +86,16 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self.bind(tools=tools, **kwargs)  # a RunnableBinding, as trustcall expects
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: Any = None,
+        run_manager: Any = None,  # positional in BaseChatModel._agenerate's call (async runs)
+        **kwargs: Any,
+    ) -> ChatResult:
         with self._lock:
             self.prompts.append(list(messages))
-            self.tool_kwargs.append({k: v for k, v in kwargs.items() if k != "run_manager"})
+            self.tool_kwargs.append(dict(kwargs))
             call = len(self.prompts)
         if call > len(self.replies):
             raise ScriptExhaustedError(

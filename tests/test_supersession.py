@@ -16,6 +16,7 @@ import pytest
 from langmem import create_manage_memory_tool, create_memory_store_manager
 
 from sgam_store import (
+    ConfigurationError,
     ConflictError,
     InvalidFactError,
     SGAMStore,
@@ -122,6 +123,55 @@ def test_the_review_runs_after_langmems_tool_in_an_agent(mem: SGAMStore) -> None
     new = mem.fact_at("alice", "memories", current.key)
     assert new.fact_id == report.superseded[0].new_fact_id
     assert mem.who_said(new).ref == "t-alice"  # the tool's put cites the agent's thread
+
+
+def test_the_review_runs_outside_a_graph_with_store(mem: SGAMStore) -> None:
+    """Scheduled on its own (a cron job, a script): no LangGraph run, no config at all."""
+    remember(mem, "m1", "Mira's passport deadline is 2026-07-15")
+    remember(mem, "m2", "Mira's passport deadline is 2026-06-30")
+    model = ScriptedChatModel(replies=[verdicts("supersedes")])
+    report = create_supersession_manager(model, store=mem).invoke(None)  # every tenant
+    assert len(report.superseded) == 1
+    assert contents(mem, "passport deadline") == ["Mira's passport deadline is 2026-06-30"]
+
+
+def test_without_store_outside_a_graph_it_says_to_pass_one(mem: SGAMStore) -> None:
+    """It once failed with LangGraph's internal `KeyError: '__pregel_runtime'`."""
+    remember(mem, "m1", "Mira's passport deadline is 2026-07-15")
+    remember(mem, "m2", "Mira's passport deadline is 2026-06-30")
+    review = create_supersession_manager(ScriptedChatModel(replies=[]))
+    for config in (None, ALICE):
+        with pytest.raises(ConfigurationError, match=r"pass one: .*store="):
+            review.invoke({}, config)
+    # Nothing was reviewed: both memories are current and still queued.
+    assert len(contents(mem, "passport deadline")) == 2
+    again = ScriptedChatModel(replies=[verdicts("supersedes")])
+    assert resolve_supersessions(mem, again, tenant_id="alice").reviewed == 1
+
+
+def test_in_a_graph_it_reviews_the_graphs_store_and_only_an_sgam_store(mem: SGAMStore) -> None:
+    from langgraph.graph import START, StateGraph
+    from langgraph.store.memory import InMemoryStore
+    from typing_extensions import TypedDict
+
+    class State(TypedDict, total=False):
+        messages: list
+
+    def graph(store: Any, model: ScriptedChatModel) -> Any:
+        builder = StateGraph(State)
+        builder.add_node("review", create_supersession_manager(model) | (lambda _: {}))
+        builder.add_edge(START, "review")
+        return builder.compile(store=store)
+
+    remember(mem, "m1", "Mira's passport deadline is 2026-07-15")
+    remember(mem, "m2", "Mira's passport deadline is 2026-06-30")
+    graph(mem, ScriptedChatModel(replies=[verdicts("supersedes")])).invoke({}, ALICE)
+    assert contents(mem, "passport deadline") == ["Mira's passport deadline is 2026-06-30"]
+
+    with pytest.raises(ConfigurationError, match="needs an SGAMStore, got InMemoryStore"):
+        graph(InMemoryStore(), ScriptedChatModel(replies=[])).invoke({}, ALICE)
+    with pytest.raises(ConfigurationError, match="found no store"):
+        graph(None, ScriptedChatModel(replies=[])).invoke({}, ALICE)
 
 
 # ---------------------------------------------------------------- similarity only nominates

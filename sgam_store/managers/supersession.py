@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from sgam_store import ledger
 from sgam_store.core import namespaces
-from sgam_store.core.errors import ConflictError
+from sgam_store.core.errors import ConfigurationError, ConflictError
 from sgam_store.core.models import Fact, SupersessionDecision
 from sgam_store.write.supersession import Verdict, dismiss
 
@@ -308,7 +308,9 @@ def create_supersession_manager(
     """The review as a Runnable, to run after LangMem's manager (`langmem_manager |
     create_supersession_manager(model)`) or on its own under LangMem's
     `ReflectionExecutor`. Its input is ignored; the tenant is `configurable[tenant_key]`
-    (LangMem's user id, the tenant under `tenant_at=1`), else every tenant's queue."""
+    (LangMem's user id, the tenant under `tenant_at=1`), else every tenant's queue.
+    Without `store=` it reviews the store of the LangGraph run it is called in; called
+    outside one, it raises `ConfigurationError` (there is no store to guess)."""
 
     def run(_: Any, config: RunnableConfig) -> ReviewReport:
         target = store if store is not None else _graph_store()
@@ -319,13 +321,26 @@ def create_supersession_manager(
 
 
 def _graph_store() -> SGAMStore:
+    """The store of the LangGraph run this review is called in, which must be an SGAMStore."""
     from langgraph.config import get_store
 
     from sgam_store.store import SGAMStore
 
-    found = get_store()
+    try:
+        found = get_store()
+    except (KeyError, RuntimeError):  # no LangGraph run around this call: no runtime to ask
+        found = None
+    if found is None:
+        raise ConfigurationError(
+            "the supersession review found no store: outside a LangGraph graph compiled "
+            "with store=, pass one: create_supersession_manager(model, store=SGAMStore(...))"
+        )
     if not isinstance(found, SGAMStore):
-        raise TypeError(f"the supersession review needs an SGAMStore, got {type(found).__name__}")
+        raise ConfigurationError(
+            f"the supersession review needs an SGAMStore, got {type(found).__name__}: "
+            "compile the graph with store=SGAMStore(...), or pass store= to "
+            "create_supersession_manager"
+        )
     return found
 
 

@@ -154,10 +154,10 @@ def test_the_statement_answers_as_the_separate_statements(
 def test_a_scope_too_large_to_scan_is_left_to_the_separate_statements(
     store: tuple[SGAMStore, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Over EXACT_SCAN_MAX the vector ranking walks the HNSW index: the statement counts
+    """Over `exact_max` the vector ranking walks the HNSW index: the statement counts
     the scope, declines (None), and the search still answers as the separate statements."""
     s, _ = store
-    monkeypatch.setattr(reads, "EXACT_SCAN_MAX", 40)
+    monkeypatch.setattr(reads, "ALL_TENANTS_EXACT_MAX", 40)
     monkeypatch.setattr(reads, "_small_seen", {})
     vec = s._ranker.embed_queries([SearchOp((), query="lunch")])[0]
     with s.engine.snapshot() as conn:

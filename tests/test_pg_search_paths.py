@@ -2,7 +2,7 @@
 
 Vector search returns the exact nearest facts whichever way it gets them: a scope not seen
 lately is scanned with its size counted in the same statement, one remembered as small is
-scanned plainly, and one larger than EXACT_SCAN_MAX is walked through the HNSW index. Each
+scanned plainly, and one larger than `exact_max` is walked through the HNSW index. Each
 is checked against cosine similarity computed here, for a tenant and across tenants.
 
 A tenant's keyword query reads the keyword index with the tenant as an index condition
@@ -43,10 +43,11 @@ def exact(embedder: HashEmbeddings, query: str, tenant: str | None) -> dict[str,
 def test_vector_search_is_exact_on_every_path(
     pg_server: str, monkeypatch: pytest.MonkeyPatch, scan_max: int
 ) -> None:
-    """With a tenant (60 facts) and all tenants (180) under EXACT_SCAN_MAX both are
+    """With a tenant (60 facts) and all tenants (180) under `exact_max` both are
     scanned; with it at 119 a tenant is scanned and all tenants are walked. Each search
     runs twice: the first takes the sized scan, the second what it remembered."""
     monkeypatch.setattr(reads, "EXACT_SCAN_MAX", scan_max)
+    monkeypatch.setattr(reads, "ALL_TENANTS_EXACT_MAX", scan_max)
     monkeypatch.setattr(reads, "_small_seen", {})
     embedder = HashEmbeddings(64)
     index = {"dims": 64, "embed": embedder, "fields": ["text"]}

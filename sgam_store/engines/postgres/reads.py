@@ -17,8 +17,9 @@ What differs from SQLite, and why:
   not BM25: the order within a query differs from SQLite's. The score a search reports
   is `keyword_coverage`, as on SQLite. `keyword_frequency` counts through the GIN index,
   exactly or up to the cap the common-term cut needs.
-- Vectors: pgvector. A current scope of up to EXACT_SCAN_MAX vectors is scanned exactly;
-  a larger one walks the HNSW index (current vectors only) with iterative scans, so a
+- Vectors: pgvector. A current scope of up to `exact_max` vectors (a tenant's 20,000, all
+  tenants' 5,000) is scanned exactly; a larger one (approximate: recall@10 0.98 on MiniLM
+  vectors of realistic text) walks the HNSW index (current vectors only) with iterative scans, so a
   tenant filter does not starve the page, and is scanned exactly should the walk stop
   short. Point-in-time searches scan exactly. There is no k ceiling: `capped` is always False.
 - Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
@@ -44,14 +45,32 @@ from sgam_store.engines.postgres import connection
 from sgam_store.engines.postgres.filters import filter_sql
 from sgam_store.engines.postgres.versions import F_COLUMNS
 
-EF_SEARCH_MIN = 40  # pgvector's default hnsw.ef_search
+# ef_search of a walk: 4 candidates a wanted hit, at least 100. On MiniLM vectors of
+# realistic memory text (benchmarks/pg_walk_recall.py, 13,609 memories of 540 users) a walk
+# over all of them found 0.93-0.95 of the exact top 10 at pgvector's default 40, 0.98 at
+# 100 (two runs).
+EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1000  # pgvector's ceiling for hnsw.ef_search
-# A scope (a tenant, or all of them) with at most this many current vectors is scanned
-# exactly: recall 1.0, and cheaper than a filtered walk. Measured on this machine with
-# 384-d vectors (k = 64): a tenant's 2,000 in 2.1 ms, where the iterative HNSW walk over
-# 20,000 filtered to that tenant took 15 ms; all 20,000 in 11 ms, where an unfiltered walk
-# at ef_search 200 took 4 ms at recall 0.70 (random vectors: HNSW's worst case).
+# A tenant's scope with at most this many current vectors is scanned exactly (recall 1.0),
+# and cheaper than a filtered walk. Measured on this machine with 384-d vectors (k = 64): a
+# tenant's 2,000 in 2.1 ms, where the iterative HNSW walk over 20,000 filtered to that
+# tenant took 15 ms; on MiniLM vectors of realistic text a user of 3,446 memories took
+# 2.7-3.1 ms exactly, 3.2-7.1 ms by the filtered walk (benchmarks/pg_walk_recall.py).
 EXACT_SCAN_MAX = 20_000
+# All tenants' scope is walked past this many current vectors: approximate, within issue
+# 41's rule (recall@10 >= 0.95 against exact on real embeddings). MiniLM vectors of
+# realistic LangMem text, 13,609 memories (benchmarks/pg_walk_recall.py, a loaded 2-core
+# machine, two runs): exact 26-37 ms, the unfiltered walk 3.7-4.0 ms at recall 0.98.
+# Random vectors, which have no neighbourhoods, are no measure of this (recall 0.53-0.70
+# there, whoever walks).
+ALL_TENANTS_EXACT_MAX = 5_000
+
+
+def exact_max(tenant: str | None) -> int:
+    """The most current vectors a scope is scanned exactly with: a tenant's, or all's."""
+    return EXACT_SCAN_MAX if tenant is not None else ALL_TENANTS_EXACT_MAX
+
+
 # The store's text-search configuration, its keyword language (`indexing.set_language`
 # changes both the column and this row in one transaction); an InitPlan evaluated once per
 # statement, so the GIN index still applies.
@@ -227,7 +246,7 @@ def nearest(
 ) -> tuple[Hits, bool, bool]:
     """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
     has no more; and False (no k ceiling, so never capped). `current`: only current
-    facts' vectors: exactly for a scope of up to EXACT_SCAN_MAX, else through the HNSW
+    facts' vectors: exactly for a scope of up to `exact_max`, else through the HNSW
     index; otherwise (point-in-time searches) an exact scan."""
     vec = _vector(query_vec)
     found = _current(conn, vec, n, tenant) if current else _scan(conn, vec, n, tenant)
@@ -236,7 +255,7 @@ def nearest(
 
 
 # Whether a scope is small, remembered for SMALL_TTL_S per server and tenant. A scope not
-# seen lately is scanned exactly, at most EXACT_SCAN_MAX + 1 of its vectors, with its
+# seen lately is scanned exactly, at most `exact_max` + 1 of its vectors, with its
 # size counted in the same statement: one round trip, where a count first cost one more
 # for every search of a tenant not seen in 10 s (many tenants, each seldom searched). A stale
 # answer costs time, never results: the walk falls back to the exact scan when it comes
@@ -270,7 +289,7 @@ def _current(conn: Any, vec: bytes, n: int, tenant: str | None) -> list[tuple[in
 def _sized_scan(
     conn: Any, vec: bytes, n: int, tenant: str | None
 ) -> tuple[list[tuple[int, float]], bool]:
-    """(`_current_scan`'s answer, True) for a scope of at most EXACT_SCAN_MAX current
+    """(`_current_scan`'s answer, True) for a scope of at most `exact_max` current
     vectors; ([], False) for a larger one, after scanning no more than that. The size is
     an InitPlan (a bounded count, once per statement); a window count over the scan
     cost more (1.6 against 0.9 ms for 2,000 vectors)."""
@@ -280,9 +299,9 @@ def _sized_scan(
         f"SELECT fact_id, d, (SELECT count(*) FROM (SELECT 1 FROM fact_vectors WHERE {where} "
         "LIMIT %s) AS c) AS size FROM (SELECT fact_id, embedding <=> %s::vector AS d "
         f"FROM fact_vectors WHERE {where} LIMIT %s) AS scope ORDER BY d LIMIT %s",
-        (*scoped, EXACT_SCAN_MAX + 1, vec, *scoped, EXACT_SCAN_MAX + 1, n),
+        (*scoped, exact_max(tenant) + 1, vec, *scoped, exact_max(tenant) + 1, n),
     ).fetchall()
-    if rows and rows[0][2] > EXACT_SCAN_MAX:
+    if rows and rows[0][2] > exact_max(tenant):
         return [], False
     return [(fid, d) for fid, d, _ in rows], True
 
@@ -535,7 +554,7 @@ def hybrid_first(
 ) -> HybridFirst | None:
     """Hybrid search's first step in one statement (one round trip for four): see
     `HybridFirst`. None where `nearest` would walk the HNSW index (a current scope
-    larger than EXACT_SCAN_MAX): the caller takes the separate statements then.
+    larger than `exact_max`): the caller takes the separate statements then.
 
     An optional feature of the statement set (`core.engine.OPTIONAL`): SQLite's vector
     ranking reads the in-process mirror, and its statements are not round trips."""
@@ -549,8 +568,8 @@ def hybrid_first(
     vec = _vector(query_vec)
     scoped = [tenant] if tenant is not None else []
     source, size = _vector_source(tenant, current, sized)
-    vec_params = [*scoped, *([EXACT_SCAN_MAX + 1] if sized else []), vector_n]
-    size_params = [*scoped, EXACT_SCAN_MAX + 1] if sized else []
+    vec_params = [*scoped, *([exact_max(tenant) + 1] if sized else []), vector_n]
+    size_params = [*scoped, exact_max(tenant) + 1] if sized else []
     kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
     if query is not None:
         kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
@@ -590,7 +609,7 @@ def _hybrid_answer(
     for row in rows:
         parts[row[0]].append(row)
     if sized:
-        small = parts[4][0][4] <= EXACT_SCAN_MAX
+        small = parts[4][0][4] <= exact_max(key[3])  # key: (host, port, db, tenant)
         _small_seen[key] = (time.monotonic(), small)
         if not small:
             return None

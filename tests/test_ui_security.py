@@ -1,0 +1,177 @@
+"""The inspector attacked as issue 39 attacked it: a real `sgam ui` (uvicorn on loopback)
+and a real `langgraph dev`, driven over a socket with the headers a hostile page makes a
+browser send (Origin, Sec-Fetch-*, a rebound Host), a Chromium page of another origin,
+and the bytes of the database file for "read-only changes nothing"."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from sgam_store import SGAMStore
+from tests.ui_store import seed
+
+ENGINES = ("sqlite", "postgres")  # the `store` fixture's tests run on both engines
+EVIL = "http://evil.example"
+TOKEN = re.compile(rb'name="csrf" value="([^"]+)"')
+
+
+@dataclass
+class Answer:
+    """An HTTP response as read off the socket."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+    *,
+    host: str | None = None,
+    timeout: float = 10,
+) -> Answer:
+    """One request over a fresh connection, headers exactly as given (no client library
+    adds or normalizes any), read until the server closes."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host or f'127.0.0.1:{port}'}"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    if body and "Content-Length" not in (headers or {}):
+        lines.append(f"Content-Length: {len(body)}")
+    lines += ["Connection: close", "", ""]
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall("\r\n".join(lines).encode("latin-1") + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    parsed = dict(f.split(": ", 1) for f in fields)
+    return Answer(int(status_line.split()[1]), {k.lower(): v for k, v in parsed.items()}, rest)
+
+
+@contextmanager
+def sgam_ui(db: str, *flags: str) -> Iterator[int]:
+    """The real `sgam ui` command on loopback; yields its port, always stops it."""
+    command = [sys.executable, "-m", "sgam_store.cli", "ui", "--db", db, *flags]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if found is None:
+            proc.kill()
+            pytest.fail(f"sgam ui did not start: {line}{proc.stderr.read()}")
+        yield int(found.group(1))
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+
+
+@pytest.fixture
+def seeded_file(tmp_path: Path) -> tuple[str, int]:
+    """A SQLite file with the inspector's test data; (path, a 'supersedes' decision id)."""
+    path = str(tmp_path / "inspected.db")
+    with SGAMStore.from_conn_string(path) as store:
+        store.setup()
+        decision_id = seed(store)
+    return path, decision_id
+
+
+def undone(path: str) -> bool:
+    """Whether the seeded 'supersedes' decision was undone: its undo brings the
+    superseded answer_style back."""
+    with SGAMStore.from_conn_string(path) as store:
+        return store.fact_at("acme", "mira", "answer_style") is not None
+
+
+def digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- Host (DNS rebinding)
+
+
+def test_sgam_ui_on_loopback_answers_only_loopback_host_names(seeded_file) -> None:
+    """A rebinding page's requests carry its own name as Host: refused before any page."""
+    with sgam_ui(seeded_file[0], "--allow-writes") as port:
+        for host in ("attacker.example", f"attacker.example:{port}", f"127.0.0.1:{port + 1}"):
+            refused = request(port, "GET", "/review?tenant=acme", host=host)
+            assert refused.status == 400, host
+            assert b"csrf" not in refused.body and b"answer_style" not in refused.body
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            assert request(port, "GET", "/review?tenant=acme", host=host).status == 200, host
+
+
+# ---------------------------------------------------------------- cross-site requests
+
+CROSS_SITE_READS = {
+    "a fetch from another site": {
+        "Origin": EVIL,
+        "Sec-Fetch-Site": "cross-site",
+        "Sec-Fetch-Mode": "cors",
+        "Sec-Fetch-Dest": "empty",
+    },
+    "a fetch from another port of this machine": {
+        "Origin": "http://127.0.0.1:1",
+        "Sec-Fetch-Site": "same-site",
+        "Sec-Fetch-Mode": "cors",
+        "Sec-Fetch-Dest": "empty",
+    },
+    "a browser without Sec-Fetch-*": {"Origin": EVIL},
+    "a sandboxed page": {"Origin": "null", "Sec-Fetch-Mode": "cors"},
+    "a frame": {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate",
+                "Sec-Fetch-Dest": "iframe"},
+    "a script tag": {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors",
+                     "Sec-Fetch-Dest": "script"},
+}  # fmt: skip
+
+
+def test_sgam_ui_sends_nothing_to_a_cross_site_read(seeded_file) -> None:
+    with sgam_ui(seeded_file[0], "--allow-writes") as port:
+        for why, headers in CROSS_SITE_READS.items():
+            for path in ("/review?tenant=acme", "/keys.json?tenant=acme&subject=mira"):
+                refused = request(port, "GET", path, headers)
+                assert refused.status == 403, (why, path)
+                assert b"csrf" not in refused.body and b"2026-" not in refused.body, why
+        link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate",
+                "Sec-Fetch-Dest": "document"}  # fmt: skip
+        followed = request(port, "GET", "/review?tenant=acme", link)
+        assert followed.status == 200  # a link from elsewhere opens; the linker reads nothing
+        same = {"Origin": f"http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin",
+                "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}  # fmt: skip
+        assert request(port, "GET", "/keys.json?tenant=acme&subject=mira", same).status == 200
+
+
+def test_sgam_ui_refuses_a_cross_site_write_even_with_the_token(seeded_file) -> None:
+    path, decision_id = seeded_file
+    with sgam_ui(path, "--allow-writes") as port:
+        page = request(port, "GET", "/review?tenant=acme").body
+        token = TOKEN.search(page).group(1).decode()
+        form = f"csrf={token}&tenant=acme&decision_id={decision_id}".encode()
+        posted = {"Content-Type": "application/x-www-form-urlencoded"}
+        for headers in (
+            {"Origin": EVIL},
+            {"Origin": "null"},
+            {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"},
+            {"Origin": f"http://localhost:{port + 1}", "Sec-Fetch-Site": "same-site"},
+        ):
+            refused = request(port, "POST", "/review/undo", {**posted, **headers}, form)
+            assert refused.status == 403, headers
+        assert not undone(path)
+        own = {**posted, "Origin": f"http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"}
+        assert request(port, "POST", "/review/undo", own, form).status == 303
+    assert undone(path)

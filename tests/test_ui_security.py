@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette")
+from starlette.testclient import TestClient
 
 from sgam_store import SGAMStore
+from sgam_store.ui import create_app
 from tests.ui_store import seed
 
 ENGINES = ("sqlite", "postgres")  # the `store` fixture's tests run on both engines
@@ -175,3 +177,74 @@ def test_sgam_ui_refuses_a_cross_site_write_even_with_the_token(seeded_file) -> 
         own = {**posted, "Origin": f"http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"}
         assert request(port, "POST", "/review/undo", own, form).status == 303
     assert undone(path)
+
+
+# ---------------------------------------------------------------- a write's body
+
+
+def status_before_the_body(port: int, head: list[str], sent: bytes) -> int:
+    """Send a POST's head and the first `sent` bytes of its body, then wait (5 s at most)
+    for the status line: a server that reads the whole declared body never answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        lines = ["POST /review/undo HTTP/1.1", f"Host: 127.0.0.1:{port}", *head, "", ""]
+        sock.sendall("\r\n".join(lines).encode() + sent)
+        try:
+            answer = sock.recv(64)
+        except TimeoutError:
+            pytest.fail("no answer while the body was still coming: the server kept reading")
+    return int(answer.split()[1])
+
+
+def test_a_large_post_is_refused_before_it_is_read(seeded_file) -> None:
+    form = "Content-Type: application/x-www-form-urlencoded"
+    chunk = b"1000\r\n" + b"a" * 4096 + b"\r\n"
+    for flags, refused in (((), 403), (("--allow-writes",), 413)):
+        with sgam_ui(seeded_file[0], *flags) as port:
+            huge = [form, "Content-Length: 600000000"]
+            assert status_before_the_body(port, huge, b"csrf=" + b"a" * 1000) == refused
+            chunked = [form, "Transfer-Encoding: chunked"]  # no length: stops past the limit
+            assert status_before_the_body(port, chunked, chunk * 8) == refused
+
+
+# ---------------------------------------------------------------- headers, the header line
+
+
+def test_every_response_carries_the_security_headers(store: SGAMStore) -> None:
+    """JSON twins, static files, redirects, errors and refusals, not only HTML pages."""
+    decision_id = seed(store)
+    confined = TestClient(create_app(store, tenant="acme"), follow_redirects=False)
+    writable = TestClient(create_app(store, allow_writes=True), follow_redirects=False)
+    token = TOKEN.search(writable.get("/review", params={"tenant": "acme"}).content).group(1)
+    form = {"csrf": token.decode(), "tenant": "acme", "decision_id": str(decision_id)}
+    answers = {
+        "json twin": confined.get("/keys.json", params={"tenant": "acme", "subject": "mira"}),
+        "stylesheet": confined.get("/static/ui.css"),
+        "script": confined.get("/static/ui.js"),
+        "redirect": confined.get("/"),
+        "not found": confined.get("/nowhere"),
+        "refusal": confined.post("/review/undo", data=form),
+        "cross-site": confined.get("/tenants", headers={"Origin": EVIL}),
+        "write": writable.post("/review/undo", data=form),
+    }
+    assert answers["redirect"].status_code == 302 and answers["write"].status_code == 303
+    for what, answer in answers.items():
+        headers = answer.headers
+        assert "frame-ancestors 'none'" in headers["content-security-policy"], what
+        assert headers["x-content-type-options"] == "nosniff", what
+        assert headers["x-frame-options"] == "DENY", what
+
+
+@pytest.mark.sqlite_only  # the header line is the app's, whatever the engine
+@pytest.mark.parametrize(
+    "database",
+    [
+        "host=db.example port=5432 user=app password=s3cret dbname=memory",
+        "host=db.example user=app password='s3 cret' dbname=memory",
+        "postgresql://db.example/memory?user=app&password=s3cret",
+        "postgresql://app:s3cret@db.example/memory",
+    ],
+)
+def test_the_header_never_shows_a_password(store: SGAMStore, database: str) -> None:
+    page = TestClient(create_app(store, database=database)).get("/").text
+    assert "s3cret" not in page and "s3 cret" not in page
+    assert "***" in page and "db.example" in page

@@ -248,3 +248,41 @@ def test_the_header_never_shows_a_password(store: SGAMStore, database: str) -> N
     page = TestClient(create_app(store, database=database)).get("/").text
     assert "s3cret" not in page and "s3 cret" not in page
     assert "***" in page and "db.example" in page
+
+
+# ---------------------------------------------------------------- parameters
+
+
+def test_names_are_taken_exactly_as_given(store: SGAMStore) -> None:
+    """A link to key "passport " must show that key, never "passport"'s value."""
+    store.put(("acme", "mira"), "passport", {"value": "the real one"})
+    store.put(("acme", "mira"), "passport ", {"value": "the spaced one"})
+    store.put(("acme", "mira"), " hidden", {"value": "leading space"})
+    store.record_episode("acme", "said with a space", source_kind="user_message", episode_id="e1 ")
+    client = TestClient(create_app(store))
+    key = {"tenant": "acme", "subject": "mira"}
+    spaced = client.get("/key.json", params={**key, "attribute": "passport "}).json()
+    assert (spaced["attribute"], spaced["value"]) == ("passport ", "the spaced one")
+    plain = client.get("/key.json", params={**key, "attribute": "passport"}).json()
+    assert plain["value"] == "the real one"
+    hidden = client.get("/key.json", params={**key, "attribute": " hidden"})
+    assert hidden.status_code == 200 and hidden.json()["value"] == "leading space"
+    episode = client.get("/episode.json", params={"tenant": "acme", "id": "e1 "})
+    assert episode.status_code == 200 and episode.json()["episode"]["episode_id"] == "e1 "
+    listed = client.get("/keys.json", params=key).json()["rows"]
+    assert {"passport", "passport ", " hidden"} <= {r["key"] for r in listed}
+    links = client.get("/keys", params=key).text  # each row links to its own key
+    assert 'attribute=passport+"' in links and 'attribute=+hidden"' in links
+
+
+@pytest.mark.sqlite_only  # a parameter's check, before the store is asked
+@pytest.mark.parametrize("when", ["0001-01-01", "9999-12-31", "0001-01-01T00:30:00+01:00"])
+@pytest.mark.parametrize("name", ["valid_at", "known_at"])
+def test_instants_at_the_calendars_ends_get_a_400(store: SGAMStore, name: str, when: str) -> None:
+    seed(store)
+    client = TestClient(create_app(store))
+    key = {"tenant": "acme", "subject": "mira", "attribute": "passport_deadline"}
+    for page in ("key", "keys", "changes"):
+        answer = client.get(f"/{page}.json", params={**key, name: when})
+        assert answer.status_code == 400, (page, answer.text)
+        assert name in answer.json()["error"]

@@ -286,3 +286,21 @@ def test_instants_at_the_calendars_ends_get_a_400(store: SGAMStore, name: str, w
         answer = client.get(f"/{page}.json", params={**key, name: when})
         assert answer.status_code == 400, (page, answer.text)
         assert name in answer.json()["error"]
+
+
+# ---------------------------------------------------------------- confinement
+
+
+def test_a_confined_inspector_shows_only_its_tenants_totals(store: SGAMStore) -> None:
+    seed(store)
+    everyone = store.stats()["rows"]
+    acme_now = len(store.for_tenant("acme").search((), limit=10_000))
+    assert everyone["current_facts"] > acme_now
+    client = TestClient(create_app(store, tenant="acme"))
+    totals = client.get("/tenants.json").json()["totals"]
+    assert totals == {"tenants": 1, "current_facts": acme_now, "episodes": None}
+    page = client.get("/tenants").text
+    assert f"{everyone['current_facts']} current facts" not in page
+    assert f"{everyone['tenants']} tenants" not in page and f"{acme_now} current facts" in page
+    whole = TestClient(create_app(store)).get("/tenants.json").json()["totals"]
+    assert whole["current_facts"] == everyone["current_facts"]

@@ -86,6 +86,17 @@ class Inspector:
             return {}
         return self.store.for_tenant(tenant).count_keys(tenant, subjects)
 
+    def totals(self) -> dict[str, int | None]:
+        """The store's counts; a confined app's are its tenant's alone (its current keys,
+        from the count index), and it has no episode count to show, so none."""
+        if self.tenant is None:
+            rows = self.store.stats()["rows"]
+            return {k: rows.get(k) for k in ("tenants", "current_facts", "episodes")}
+        listed = self.store.for_tenant(self.tenant).list_namespaces(limit=2**62)
+        subjects = [self.subject_of(self.tenant, ns) for ns in listed]
+        keys = self.current_keys(self.tenant, subjects, When())
+        return {"tenants": 1, "current_facts": sum(keys.values()), "episodes": None}
+
     def tenants(self, when: When) -> list[str]:
         """Every tenant with facts visible at `when` (namespace labels only)."""
         if self.tenant is not None:
@@ -150,13 +161,12 @@ class TenantsPage(Page):
             {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
             for t in page["rows"]
         ]
-        totals = self.app.store.stats()["rows"]
         return {
             **page,
             "rows": rows,
             "filter": needle,
             "paging": vars(paging),
-            "totals": {k: totals.get(k) for k in ("tenants", "current_facts", "episodes")},
+            "totals": self.app.totals(),
         }
 
 

@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -304,3 +305,39 @@ def test_a_confined_inspector_shows_only_its_tenants_totals(store: SGAMStore) ->
     assert f"{everyone['tenants']} tenants" not in page and f"{acme_now} current facts" in page
     whole = TestClient(create_app(store)).get("/tenants.json").json()["totals"]
     assert whole["current_facts"] == everyone["current_facts"]
+
+
+# ---------------------------------------------------------------- read-only means unchanged
+
+TTL = {"default_ttl": 60.0, "refresh_on_read": True}  # minutes; reads push expiry on
+PAGE_VIEWS = [
+    ("/tenants", {}),
+    ("/subjects", {"tenant": "acme"}),
+    ("/keys", {"tenant": "acme", "subject": "mira"}),
+    ("/keys.json", {"tenant": "acme", "subject": "mira", "filter": "e"}),
+    ("/key", {"tenant": "acme", "subject": "mira", "attribute": "tone"}),
+    ("/search", {"tenant": "acme", "q": "tone formal"}),
+    ("/review", {"tenant": "acme"}),
+    ("/changes", {"tenant": "acme"}),
+    ("/episode", {"tenant": "acme", "id": "e1"}),
+]
+
+
+@pytest.mark.sqlite_only  # the bytes of the file
+def test_page_views_never_refresh_a_ttl(db_path: str) -> None:
+    """Over a store opened with refresh_on_read, as langgraph dev's or a user's may be."""
+    with SGAMStore.from_conn_string(db_path, ttl=TTL) as store:
+        store.setup()
+        seed(store)
+        for n in range(25):  # a namespace the review searches (past SMALL_NAMESPACE)
+            store.put(("acme", "mira"), f"note_{n}", {"text": f"passport deadline note {n}"})
+        store.put(("acme", "mira"), "tone", {"value": "formal"})
+    before = digest(db_path)
+    with SGAMStore.from_conn_string(db_path, ttl=TTL) as store:
+        client = TestClient(create_app(store))
+        for path, params in PAGE_VIEWS:
+            assert client.get(path, params=params).status_code == 200, path
+        time.sleep(0.01)  # a refresh would now write a later expiry
+        for path, params in PAGE_VIEWS:
+            client.get(path, params=params)
+    assert digest(db_path) == before

@@ -235,12 +235,14 @@ class KeysPage(Page):
     ) -> tuple[list[Any], bool, int]:
         """The page's items, whether more follow, and how many items were read."""
         if not needle:
-            found = view.search(prefix, limit=paging.per_page + 1, offset=paging.offset)
+            found = view.search(
+                prefix, limit=paging.per_page + 1, offset=paging.offset, refresh_ttl=False
+            )
             return found[: paging.per_page], len(found) > paging.per_page, len(found)
         wanted = paging.offset + paging.per_page + 1
         matched, offset, scanned = [], 0, 0
         for _ in range(SCAN_PAGES):
-            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset)
+            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset, refresh_ttl=False)
             scanned += len(batch)
             matched += [item for item in batch if needle.lower() in item.key.lower()]
             offset += len(batch)

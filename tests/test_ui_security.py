@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from starlette.testclient import TestClient
 
 from sgam_store import SGAMStore
 from sgam_store.ui import create_app
+from tests.fixtures.make_fixture import FIXTURE
 from tests.ui_store import seed
 
 ENGINES = ("sqlite", "postgres")  # the `store` fixture's tests run on both engines
@@ -341,3 +343,33 @@ def test_page_views_never_refresh_a_ttl(db_path: str) -> None:
         for path, params in PAGE_VIEWS:
             client.get(path, params=params)
     assert digest(db_path) == before
+
+
+def files_of(db: str) -> tuple[str, int]:
+    """The database file's digest, and the bytes of its write-ahead log (a reader in WAL
+    mode may leave an empty one and its index behind, never a logged change)."""
+    wal = Path(db + "-wal")
+    return digest(db), wal.stat().st_size if wal.exists() else 0
+
+
+def test_sgam_ui_leaves_the_file_as_it_was(seeded_file) -> None:
+    """Every page read through the real command; then the file's bytes are compared."""
+    path = seeded_file[0]
+    before = files_of(path)
+    with sgam_ui(path) as port:
+        for page, params in PAGE_VIEWS:
+            query = "&".join(f"{k}={v.replace(' ', '+')}" for k, v in params.items())
+            assert request(port, "GET", f"{page}?{query}").status in (200, 404), page
+    assert files_of(path) == before
+
+
+def test_sgam_ui_refuses_an_older_schema_untouched(tmp_path: Path) -> None:
+    """A schema-v1 file: refused at start with the command that upgrades it, not migrated."""
+    path = tmp_path / "schema_v1.db"
+    shutil.copy(FIXTURE, path)
+    before = files_of(str(path))
+    command = [sys.executable, "-m", "sgam_store.cli", "ui", "--db", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "sgam migrate --db" in done.stderr and done.stderr.count("\n") == 1
+    assert files_of(str(path)) == before

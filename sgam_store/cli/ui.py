@@ -63,7 +63,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    with existing_store(args.db, search_index(args.embedding), schema=args.schema) as store:
+    # Read-only unless writes are asked for: the file is opened read-only, so serving it
+    # neither migrates an older schema (refused, naming `sgam migrate`) nor moves a TTL.
+    with existing_store(
+        args.db, search_index(args.embedding), schema=args.schema, read_only=not args.allow_writes
+    ) as store:
         app = create_app(
             store, allow_writes=args.allow_writes, tenant=args.tenant, database=args.db
         )

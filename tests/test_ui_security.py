@@ -6,9 +6,11 @@ and the bytes of the database file for "read-only changes nothing"."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from sgam_store import SGAMStore
-from sgam_store.ui import create_app
+from sgam_store.ui import create_app, jsontext
 from tests.fixtures.make_fixture import FIXTURE
 from tests.ui_store import seed
 
@@ -373,3 +377,51 @@ def test_sgam_ui_refuses_an_older_schema_untouched(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert "sgam migrate --db" in done.stderr and done.stderr.count("\n") == 1
     assert files_of(str(path)) == before
+
+
+# ---------------------------------------------------------------- a deeply nested value
+
+DEPTH = 400  # past pydantic's 255 and json's stack; the store caps what it accepts now
+
+
+@pytest.mark.sqlite_only  # written behind the store's back, as a file from before the cap
+def test_a_deeply_nested_value_breaks_no_page(db_path: str) -> None:
+    """Every page listing it, HTML and JSON twin, answers 200 with the value whole."""
+    deep = '{"v": ' + "[" * DEPTH + "]" * DEPTH + "}"
+    with SGAMStore.from_conn_string(db_path) as store:
+        store.setup()
+        seed(store)
+        store.put(("acme", "mira"), "deep", {"value": "shallow for now"})
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE facts SET value = ? WHERE attribute = 'deep'", (deep,))
+    with SGAMStore.from_conn_string(db_path) as store:
+        client = TestClient(create_app(store))
+        key = {"tenant": "acme", "subject": "mira", "attribute": "deep"}
+        pages = [
+            ("keys", {"tenant": "acme", "subject": "mira"}),
+            ("key", key),
+            ("search", {"tenant": "acme", "q": "deep"}),
+            ("changes", {"tenant": "acme"}),
+        ]
+        for page, params in pages:
+            for path in (f"/{page}", f"/{page}.json"):
+                answer = client.get(path, params=params)
+                assert answer.status_code == 200, (path, answer.text[:300])
+                assert "[[[[" in answer.text, path
+        twin = client.get("/key.json", params=key).json()
+        value = twin["versions"][-1]["value"]["v"]
+        for _ in range(DEPTH - 1):
+            [value] = value
+        assert value == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=40,
+    )
+)
+def test_the_stackless_writer_writes_what_json_writes(value: object) -> None:
+    assert jsontext.dumps(value) == json.dumps(value, ensure_ascii=False)

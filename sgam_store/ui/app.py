@@ -9,7 +9,6 @@ store's public API. Templates autoescape every stored value.
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from sgam_store.core.errors import SGAMError
 from sgam_store.engines import mask_uri
+from sgam_store.ui import jsontext
 from sgam_store.ui.guard import Guard
 from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
 from sgam_store.ui.params import BadParameter, When
@@ -215,5 +215,5 @@ async def read_form(request: Request) -> bytes | None:
 
 
 def json_response(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    body = jsontext.text(data, indent=2)
     return Response(body, status_code=status, media_type="application/json")

@@ -10,14 +10,14 @@ another tenant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sgam_store import Episode, EpisodeNotFoundError, Fact
+from sgam_store import Change, Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import pending_reviews
+from sgam_store.ui import jsontext
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -115,7 +115,7 @@ def shown(value: Any) -> str:
     """A value as one line of text: strings as they are, anything else as JSON."""
     if isinstance(value, dict) and set(value) == {"value"}:
         value = value["value"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else jsontext.text(value)
 
 
 def stamp(moment: datetime) -> str:
@@ -123,8 +123,12 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def fact_json(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(mode="json")
+def fact_json(fact: Fact | Change) -> dict[str, Any]:
+    """A fact's JSON form; its value as stored, which pydantic's dump refuses past 255
+    levels of nesting (the app's JSON writer takes any depth)."""
+    dumped = fact.model_dump(mode="json", exclude={"value"})
+    fields = type(fact).model_fields
+    return {name: fact.value if name == "value" else dumped[name] for name in fields}
 
 
 def page_slice(names: list[str], paging: Paging) -> dict[str, Any]:
@@ -467,7 +471,7 @@ class ChangesPage(Page):
         limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
         view = self.app.store.for_tenant(tenant)
         found = view.changes(since, until=until, limit=limit)
-        rows = [{**c.model_dump(mode="json"), "shown_value": shown(c.value)} for c in found]
+        rows = [{**fact_json(c), "shown_value": shown(c.value)} for c in found]
         return {"tenant": tenant, "since": since, "until": until, "limit": limit, "rows": rows}
 
 

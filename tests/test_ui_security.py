@@ -13,10 +13,13 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -425,3 +428,88 @@ def test_a_deeply_nested_value_breaks_no_page(db_path: str) -> None:
 )
 def test_the_stackless_writer_writes_what_json_writes(value: object) -> None:
     assert jsontext.dumps(value) == json.dumps(value, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- inside langgraph dev
+
+
+@pytest.fixture(scope="module")
+def langgraph_inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
+    """A real `langgraph dev` with the inspector mounted under /sgam/, writes enabled,
+    over a seeded SQLite file: (its port, a 'supersedes' decision id)."""
+    pytest.importorskip("langgraph_api")
+    from tests.test_langgraph_server import langgraph_server
+
+    tmp = tmp_path_factory.mktemp("langgraph")
+    path = str(tmp / "served.db")
+    with SGAMStore.from_conn_string(path) as store:
+        store.setup()
+        decision_id = seed(store)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SGAM_EMBEDDING", "none")
+        env.setenv("SGAM_UI_ALLOW_WRITES", "1")
+        with langgraph_server(tmp, path, {}) as (url, _):
+            yield int(url.rsplit(":", 1)[1]), decision_id
+
+
+@pytest.mark.slow
+def test_langgraph_dev_sends_another_site_nothing_of_the_inspector(langgraph_inspector) -> None:
+    """The server's CORS middleware answers `*` to any origin; the inspector under it
+    still refuses: no page, no token, no write, whatever the headers a page can make."""
+    port, decision_id = langgraph_inspector
+    own = request(port, "GET", "/sgam/review?tenant=acme")
+    assert own.status == 200 and b"answer_style" in own.body
+    token = TOKEN.search(own.body).group(1).decode()
+    for why, headers in CROSS_SITE_READS.items():
+        refused = request(port, "GET", "/sgam/review?tenant=acme", headers)
+        assert refused.status == 403, why
+        assert b"csrf" not in refused.body and b"answer_style" not in refused.body, why
+    rebound = request(port, "GET", "/sgam/review?tenant=acme", host=f"attacker.example:{port}")
+    assert rebound.status == 400 and b"csrf" not in rebound.body
+    form = f"csrf={token}&tenant=acme&decision_id={decision_id}".encode()
+    posted = {"Content-Type": "application/x-www-form-urlencoded", "Origin": EVIL,
+              "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"}  # fmt: skip
+    assert request(port, "POST", "/sgam/review/undo", posted, form).status == 403
+    assert current_style(port) is None  # the decision stands: answer_style superseded
+
+
+def current_style(port: int) -> str | None:
+    """answer_style's current value, read by the inspector's own JSON twin."""
+    key = "/sgam/key.json?tenant=acme&subject=mira&attribute=answer_style"
+    return json.loads(request(port, "GET", key).body)["value"]
+
+
+ATTACK = """async ([target, decision]) => {
+  const page = await fetch(target + "/sgam/review?tenant=acme");
+  const token = (await page.text()).match(/name="csrf" value="([^"]+)"/);
+  const form = new URLSearchParams({tenant: "acme", decision_id: String(decision),
+                                    csrf: token ? token[1] : ""});
+  const undo = await fetch(target + "/sgam/review/undo", {method: "POST", body: form,
+                                                          mode: "no-cors"});
+  return {read: page.status, token: token !== null};
+}"""
+
+
+@pytest.mark.slow
+def test_a_page_of_another_site_in_chromium_cannot_undo_a_decision(
+    langgraph_inspector, tmp_path: Path
+) -> None:
+    """The issue's attack, in a real browser: a page on http://localhost:P (another site
+    than 127.0.0.1) fetches the review page for its token and posts the undo."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from tests.test_ui_browser import CHROMIUM, FLAGS
+
+    port, decision_id = langgraph_inspector
+    (tmp_path / "index.html").write_text("<!doctype html><title>a page elsewhere</title>")
+    handler = partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as evil:
+        threading.Thread(target=evil.serve_forever, daemon=True).start()
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            tab = browser.new_page()
+            tab.goto(f"http://localhost:{evil.server_address[1]}/")
+            outcome = tab.evaluate(ATTACK, [f"http://127.0.0.1:{port}", decision_id])
+            browser.close()
+        evil.shutdown()
+    assert current_style(port) is None  # not undone
+    assert outcome == {"read": 403, "token": False}

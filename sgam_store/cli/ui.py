@@ -1,8 +1,9 @@
 """`sgam ui`: serve the memory inspector (`sgam_store.ui`) on loopback.
 
 It binds 127.0.0.1 on a free port unless told otherwise, prints the address, and opens
-a browser only with `--open`. The app has no authentication of its own, so another
-`--host` than loopback prints a warning. Starlette, Jinja2 and uvicorn come with the
+a browser only with `--open`. The store is opened read-only unless `--allow-writes`, so
+serving it never migrates or writes the file. The app has no authentication of its own,
+so another `--host` than loopback prints a warning. Starlette, Jinja2 and uvicorn come with the
 `ui` extra; without them the command says how to get them.
 """
 

@@ -244,6 +244,19 @@ def test_every_response_carries_the_security_headers(store: SGAMStore) -> None:
         assert headers["x-frame-options"] == "DENY", what
 
 
+@pytest.mark.sqlite_only  # a failure's answer is the app's, whatever the engine
+def test_an_unforeseen_failure_is_a_500_with_the_headers(db_path: str) -> None:
+    """The database closed under a running inspector: no page can read it."""
+    with SGAMStore.from_conn_string(db_path) as store:
+        store.setup()
+        seed(store)
+        client = TestClient(create_app(store), raise_server_exceptions=False)
+    failed = client.get("/keys.json", params={"tenant": "acme", "subject": "mira"})
+    assert failed.status_code == 500 and "Traceback" not in failed.text
+    assert failed.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in failed.headers["content-security-policy"]
+
+
 @pytest.mark.sqlite_only  # the header line is the app's, whatever the engine
 @pytest.mark.parametrize(
     "database",

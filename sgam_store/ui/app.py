@@ -21,14 +21,14 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sgam_store.core.errors import SGAMError
 from sgam_store.engines import mask_uri
 from sgam_store.ui import jsontext
-from sgam_store.ui.guard import Guard
+from sgam_store.ui.guard import HEADERS, Guard
 from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
 from sgam_store.ui.params import BadParameter, When
 from sgam_store.ui.writes import ACTIONS, VERDICTS
@@ -68,7 +68,7 @@ def create_app(
     return Starlette(
         routes=routes,
         middleware=[Middleware(Guard)],
-        exception_handlers={404: ui.missing, 405: ui.missing},
+        exception_handlers={404: ui.missing, 405: ui.missing, 500: crashed},
     )
 
 
@@ -197,6 +197,12 @@ class Ui:
         except SGAMError as exc:  # the premise no longer holds (already undone, not current)
             return self.error(request, 409, str(exc), False)
         return RedirectResponse(self.url(request, "review", tenant=tenant), status_code=303)
+
+
+async def crashed(request: Request, exc: Exception) -> Response:
+    """A failure the pages did not foresee: a plain 500 (the server's log has the
+    traceback), with the security headers, which the guard inside it cannot add."""
+    return PlainTextResponse("the inspector failed on this request", 500, headers=HEADERS)
 
 
 async def read_form(request: Request) -> bytes | None:

@@ -10,14 +10,14 @@ another tenant.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sgam_store import Change, Episode, EpisodeNotFoundError, Fact
+from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import pending_reviews
-from sgam_store.ui import jsontext
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -30,6 +30,7 @@ from sgam_store.ui.params import (
 from sgam_store.viz import timeline_svg
 
 if TYPE_CHECKING:
+    from sgam_store import Change
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
@@ -115,7 +116,7 @@ def shown(value: Any) -> str:
     """A value as one line of text: strings as they are, anything else as JSON."""
     if isinstance(value, dict) and set(value) == {"value"}:
         value = value["value"]
-    return value if isinstance(value, str) else jsontext.text(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def stamp(moment: datetime) -> str:

@@ -544,3 +544,28 @@ def test_a_page_of_another_site_in_chromium_cannot_undo_a_decision(
         evil.shutdown()
     assert current_style(port) is None  # not undone
     assert outcome == {"read": 403, "token": False}
+
+
+@pytest.mark.slow
+def test_a_deployments_auth_guards_the_inspector(tmp_path: Path) -> None:
+    """With an auth handler in langgraph.json, /sgam/ asks for it as the server's own
+    routes do (langgraph.json's enable_custom_route_auth; without it, /sgam/ answered)."""
+    pytest.importorskip("langgraph_api")
+    from tests.langgraph_auth import KEY
+    from tests.test_langgraph_server import langgraph_server
+
+    handler = {"auth": {"path": f"{Path(__file__).parent / 'langgraph_auth.py'}:auth"}}
+    path = str(tmp_path / "guarded.db")
+    with SGAMStore.from_conn_string(path) as store:
+        store.setup()
+        seed(store)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SGAM_EMBEDDING", "none")
+        with langgraph_server(tmp_path, path, {}, handler) as (url, _):
+            port = int(url.rsplit(":", 1)[1])
+            refused = request(port, "GET", "/sgam/keys.json?tenant=acme&subject=mira")
+            assert refused.status == 401 and b"2026-" not in refused.body
+            key = {"x-api-key": KEY}
+            assert (
+                request(port, "GET", "/sgam/keys.json?tenant=acme&subject=mira", key).status == 200
+            )

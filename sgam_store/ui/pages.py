@@ -10,7 +10,6 @@ another tenant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import pending_reviews
+from sgam_store.ui import jsontext
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -116,7 +116,7 @@ def shown(value: Any) -> str:
     """A value as one line of text: strings as they are, anything else as JSON."""
     if isinstance(value, dict) and set(value) == {"value"}:
         value = value["value"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else jsontext.text(value)
 
 
 def stamp(moment: datetime) -> str:

@@ -11,9 +11,9 @@ machine. Two ways let another website act as that person, and the guard shuts bo
   wraps every mounted app, adds `Access-Control-Allow-Origin: *`, so a response the
   inspector sends is readable by any origin. The guard therefore sends nothing worth
   reading: a request that a browser marks as coming from another site or origin
-  (`Sec-Fetch-Site`, or an `Origin` header that is not the request's own host) is
-  refused with a 403 holding one line of text, unless it is a plain top-level GET navigation (someone
-  following a link), whose response the linking page cannot read.
+  (`Sec-Fetch-Site`, or an `Origin` header that is not the request's own host) gets a
+  one-line 403, unless it is a plain top-level GET navigation (someone following a
+  link), whose response the linking page cannot read.
 
 Every response, refusals, JSON twins, static files and redirects included, carries
 the security headers (CSP, nosniff, X-Frame-Options).

@@ -10,7 +10,6 @@ so another `--host` than loopback prints a warning. Starlette, Jinja2 and uvicor
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import socket
 import sys
 import threading
@@ -40,15 +39,6 @@ def add_ui_command(sub: Any) -> None:
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
     add_embedding_option(parser)
     parser.set_defaults(func=cmd_ui)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -99,6 +89,8 @@ def display_host(host: str) -> str:
 
 
 def announce(args: argparse.Namespace, url: str) -> None:
+    from sgam_store.ui.guard import is_loopback  # the ui extra is installed by now
+
     mode = "writes enabled" if args.allow_writes else "read-only"
     scope = f", tenant {args.tenant} only" if args.tenant else ""
     print(f"sgam ui: serving {url} ({mode}{scope}); Ctrl-C stops it", flush=True)

@@ -585,3 +585,21 @@ def test_a_deployments_auth_guards_the_inspector(tmp_path: Path) -> None:
             assert (
                 request(port, "GET", "/sgam/keys.json?tenant=acme&subject=mira", key).status == 200
             )
+
+
+def test_sgam_ui_creates_no_postgresql_schema(pg_server: str) -> None:
+    """A mistyped --schema is refused in one line, and no empty schema is left behind."""
+    import psycopg
+
+    from tests import pg
+
+    uri = pg.fresh_database()
+    command = [sys.executable, "-m", "sgam_store.cli", "ui", "--db", uri, "--schema", "nope"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("sgam ui served a schema that was not there")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "nope" in done.stderr
+    with psycopg.connect(uri) as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'nope'").fetchall()
+    assert found == []

@@ -3,7 +3,8 @@
 
 Every page has a JSON twin (`/key.json?...` or `?format=json`). Read-only unless
 `allow_writes`; a write is a POST carrying the app's CSRF token and goes through the
-store's public API. Templates autoescape every stored value.
+store's public API. Templates autoescape every stored value. Before any of it,
+`guard.Guard` refuses other websites and foreign Host names, wherever the app is mounted.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ Environment:
 - SGAM_UI_ALLOW_WRITES=1 enables undoing review decisions (read-only otherwise);
 - SGAM_UI_TENANT=T confines the inspector to tenant T.
 
-LangGraph's auth, when the deployment configures it, covers these routes as it covers
-the server's own; `langgraph dev` without auth serves them to anyone who can reach it.
+langgraph.json's `"enable_custom_route_auth": true` puts these routes behind the auth a
+deployment configures, as the server's own are; `langgraph dev` without auth serves them to
+anyone who can reach it. Whatever the server's CORS middleware adds (`*` by default), the
+inspector refuses other websites and foreign Host names itself (`sgam_store.ui.guard`).
 """
 
 from __future__ import annotations

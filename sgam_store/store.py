@@ -156,6 +156,7 @@ class SGAMStore(BaseStore):
         vector_cache: bool = True,
         tenant_at: int | None = None,
         review_new_keys: bool = True,
+        read_only: bool = False,
         **engine_options: Any,
     ) -> None:
         """`conn`: a SQLite path, ':memory:', an open sqlite3 connection, or a PostgreSQL
@@ -170,7 +171,11 @@ class SGAMStore(BaseStore):
         the database's (0 for a new one). Another than the recorded one raises
         ConfigurationError. `review_new_keys`: a put of a new key queues it for the
         memory manager's supersession review (a correction written as a new memory,
-        LangMem's way; see `managers.supersession`)."""
+        LangMem's way; see `managers.supersession`). `read_only`: open an existing
+        store to read it: nothing is created, migrated or written (an older schema
+        raises SchemaVersionError naming the command that upgrades it, a missing or empty
+        database StoreUnavailableError), writes raise ReadOnlyViewError, and reads leave
+        TTLs as they are."""
         self._spec = IndexSpec.from_config(index) if index else None
         dims = self._spec.dims if self._spec else None
         self.retrieval = (  # checked before a connection opens
@@ -178,7 +183,9 @@ class SGAMStore(BaseStore):
             if isinstance(retrieval, search.RetrievalConfig)
             else search.RetrievalConfig(**(retrieval or {}))
         )
-        self.engine = open_engine(conn, dims=dims, tenant_at=tenant_at, **engine_options)
+        self.engine = open_engine(
+            conn, dims=dims, tenant_at=tenant_at, read_only=read_only, **engine_options
+        )
         self._target = mask_uri(conn) if isinstance(conn, str) else f"<{type(conn).__name__}>"
         self.index_config = self._spec.config if self._spec else None
         self.embeddings = self._spec.embeddings if self._spec else None
@@ -210,6 +217,11 @@ class SGAMStore(BaseStore):
     def conn(self) -> Any:
         """The SQLite engine's connection, for inspection (PostgreSQL pools connections)."""
         return self.engine.conn
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened `read_only=True` (its writes raise ReadOnlyViewError)."""
+        return bool(self.engine.read_only)
 
     @property
     def layout(self) -> namespaces.Layout:
@@ -299,7 +311,7 @@ class SGAMStore(BaseStore):
         worker thread (a server's default executor has a few: read/microbatch.py)."""
         if only_gets(ops):
             return await self._reads.submit(ops, scope)
-        if scope is CURRENT and _only_puts(ops):  # with other tasks' puts: write/group.py
+        if scope is CURRENT and _only_puts(ops) and not self.engine.read_only:  # write/group.py
             return await self._puts.submit((ops, provenance(self.default_source)))
         queries = await self._aembed_queries(ops)
         return await asyncio.to_thread(
@@ -353,8 +365,12 @@ class SGAMStore(BaseStore):
                     return [search.get(engine, conn, scope, op.namespace, op.key)]
             if op.__class__ is SearchOp:
                 return [self._search_alone(op, scope, queries)]
-        if read_only and any(isinstance(op, PutOp) for op in ops):
-            raise ReadOnlyViewError("this view is read-only (as_of); write to the store itself")
+        if (read_only or engine.read_only) and any(isinstance(op, PutOp) for op in ops):
+            raise ReadOnlyViewError(
+                "this store was opened read_only=True; open it without read_only to write"
+                if engine.read_only
+                else "this view is read-only (as_of); write to the store itself"
+            )
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         writes = len(reads) < len(ops)
         puts = self._prepare_puts(ops, provenance(self.default_source)) if writes else []
@@ -711,8 +727,8 @@ class SGAMStore(BaseStore):
 
     def _refresh_ttl(self, ops: Sequence[Op], results: list[Result], scope: Scope) -> None:
         """Push expiry forward for items read with refresh_ttl (TTLConfig semantics)."""
-        if not scope.current or not self.ttl_config:
-            return
+        if not scope.current or not self.ttl_config or self.engine.read_only:
+            return  # a read-only store leaves expiries as they are
         default = self.ttl_config.get("refresh_on_read", True)
         keys: list[tuple[str, str]] = []
         for op, result in zip(ops, results, strict=True):

@@ -71,14 +71,17 @@ def langgraph_dev(tmp_path: Path, target: str) -> Iterator[str]:
 
 @contextmanager
 def langgraph_server(
-    tmp_path: Path, target: str, scripts: dict[str, list[dict[str, Any]]]
+    tmp_path: Path,
+    target: str,
+    scripts: dict[str, list[dict[str, Any]]],
+    extra: dict[str, Any] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start `langgraph dev` on a free loopback port; always stop its whole process group.
 
     It runs from tmp_path, with the repo's langgraph.json anchored at the repo, so the dev
     server's own state directory (.langgraph_api/) never lands in the repository. The
     store lives at `target`: a SQLite file, or PostgreSQL through SGAM_PG_URI. Its scripted
-    models replay `scripts`.
+    models replay `scripts`; `extra` adds settings to langgraph.json (an auth handler).
     """
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed")
@@ -88,6 +91,7 @@ def langgraph_server(
         "dependencies": [str(ROOT / d) for d in config["dependencies"]],
         "graphs": {k: str(ROOT / v) for k, v in config["graphs"].items()},
         "store": {**config["store"], "path": str(ROOT / config["store"]["path"])},
+        **(extra or {}),
     }
     (tmp_path / "langgraph.json").write_text(json.dumps(anchored))
     (tmp_path / "scripts.json").write_text(json.dumps(scripts))

@@ -33,7 +33,7 @@ def add_changes_command(sub: Any) -> None:
 
 
 def cmd_changes(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         feed = store.changes(args.since, tenant_id=args.tenant, until=args.until, limit=args.limit)
     if args.json:
         print(json.dumps([c.model_dump(mode="json") for c in feed], indent=2, ensure_ascii=False))

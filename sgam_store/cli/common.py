@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,9 @@ from typing import Any
 
 from rich.console import Console
 
-from sgam_store.engines import is_postgres_target
+from sgam_store.core.errors import SchemaVersionError, StoreUnavailableError
+from sgam_store.engines import is_postgres_target, mask_uri
+from sgam_store.engines.common import migrations as portable
 from sgam_store.harness import render
 from sgam_store.read.embeddings import default_index
 from sgam_store.store import SGAMStore
@@ -71,15 +74,66 @@ def engine_options(target: str, schema: str | None) -> dict[str, Any]:
 
 @contextmanager
 def existing_store(
-    path: str, index: dict[str, Any] | None = None, *, schema: str | None = None
+    path: str,
+    index: dict[str, Any] | None = None,
+    *,
+    schema: str | None = None,
+    read_only: bool = False,
 ) -> Iterator[SGAMStore]:
     """Commands act on a database that exists: a typo must not create a new file (a
-    PostgreSQL URI names a server, which refuses a database that is not there)."""
-    if not is_postgres_target(path) and not Path(path).is_file():
-        raise FileNotFoundError(f"no database at {path}")
-    with SGAMStore.from_conn_string(path, index=index, **engine_options(path, schema)) as store:
-        store.setup()
+    PostgreSQL URI names a server, which refuses a database that is not there).
+    `read_only`: the read commands' open, which never creates, migrates or writes (an
+    empty file, a schema that is not there or an older schema version is refused)."""
+    check_db(path)
+    store = opened(path, index, schema, read_only)
+    try:
         yield store
+    finally:
+        store.close()
+
+
+def opened(
+    path: str, index: dict[str, Any] | None, schema: str | None, read_only: bool
+) -> SGAMStore:
+    """The store at `--db`, set up; the library's refusals of a read-only open said with
+    the flags that name the database (and the command that upgrades an older schema)."""
+    flags = f"--db {shlex.quote(mask_uri(path))}" + (f" --schema {schema}" if schema else "")
+    store = None
+    try:
+        store = SGAMStore(path, index=index, read_only=read_only, **engine_options(path, schema))
+        store.setup()
+        return store
+    except (StoreUnavailableError, SchemaVersionError) as exc:
+        if store is not None:
+            store.close()
+        raise type(exc)(flagged(str(exc), path, flags)) from None
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
+
+
+def flagged(text: str, path: str, flags: str) -> str:
+    """A refusal's text led by the flag it is about: `--db` (a file's message starts with
+    its path) or `--schema` (PostgreSQL's names the schema); an older schema's names
+    the command that upgrades it, spelled with the command's own flags."""
+    if text.startswith("database schema"):  # it names the database in its command, if any
+        return text.replace(f"--db {portable.UPGRADE_TARGET}", flags)
+    if text.startswith("schema "):
+        return f"--{text}"
+    return text if is_postgres_target(path) else f"--db {text}"
+
+
+def check_db(path: str, flag: str = "--db") -> None:
+    """`--db` names an existing file (or a PostgreSQL URI): said in one line naming the
+    flag and what it expects."""
+    if is_postgres_target(path):
+        return
+    expected = "expected an existing database file or a PostgreSQL URI"
+    if Path(path).is_dir():
+        raise IsADirectoryError(f"{flag} {path}: a directory, not a database file ({expected})")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{flag} {path}: no database at that path ({expected})")
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

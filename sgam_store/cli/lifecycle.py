@@ -42,8 +42,16 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         return emit(args, mask_uri(args.db), store.stats())
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Create or upgrade the schema (`setup()`): the one command whose purpose is to change
+    it, since the read commands open a store read-only and refuse an older schema."""
+    with existing_store(args.db, schema=args.schema) as store:
+        version = store.stats()["schema_version"]
+    return emit(args, f"{mask_uri(args.db)} is ready", {"schema_version": version})
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
@@ -115,6 +123,7 @@ def add_lifecycle_commands(sub: Any) -> None:
         "--dry-run", action="store_true", help="report what would be erased, erase nothing"
     )
     command("stats", "row counts, value schema versions, free pages", cmd_stats)
+    command("migrate", "upgrade an older store's schema to this version's (setup)", cmd_migrate)
     command("vacuum", "rebuild the file without free pages (after purges)", cmd_vacuum)
     backfill = command("backfill", "rewrite rows in an old value schema", cmd_backfill)
     backfill.add_argument(

@@ -52,7 +52,7 @@ def said_line(episode: dict[str, Any]) -> str:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if args.json:
         print(json.dumps([fact_row(f) for f in facts], indent=2))
@@ -68,7 +68,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.history(args.tenant, args.subject, args.attribute, known_at=args.known_at)
         sources = {f.fact_id: said(store, f) for f in facts}
     if not facts:
@@ -87,7 +87,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if not facts:
         raise ValueError(f"no facts in {mask_uri(args.db)} match{near_hint(store_hints(args))}")
@@ -99,7 +99,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         fact = store.fact_at(
             args.tenant, args.subject, args.attribute, at=args.at, known_at=args.known_at
         )
@@ -153,7 +153,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if flt is not None and not isinstance(flt, dict):
         raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
     subject = tuple(args.subject.split(".")) if args.subject else ()
-    with existing_store(args.db, search_index(args.embedding), schema=args.schema) as store:
+    with existing_store(
+        args.db, search_index(args.embedding), schema=args.schema, read_only=True
+    ) as store:
         if args.embedding != "none":
             warn_if_no_vectors(store, mask_uri(args.db))
         store.retrieval = replace(store.retrieval, mode=mode)
@@ -201,7 +203,7 @@ def store_hints(args: argparse.Namespace) -> list[str]:
     subject, attribute = getattr(args, "subject", None), getattr(args, "attribute", None)
     if not args.tenant or (not subject and not attribute):
         return []
-    with existing_store(args.db) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant)
     hints = []
     if subject:
@@ -225,7 +227,7 @@ def near_hint(hints: list[str]) -> str:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with existing_store(args.db, schema=args.schema) as store:
+    with existing_store(args.db, schema=args.schema, read_only=True) as store:
         context = store.recall(
             args.tenant,
             args.question,

@@ -15,6 +15,7 @@ from sgam_store.cli import common
 from sgam_store.cli.common import (
     add_embedding_option,
     add_schema_option,
+    check_db,
     emit,
     engine_options,
     live,
@@ -27,9 +28,10 @@ from sgam_store.store import SGAMStore
 
 def cmd_copy(args: argparse.Namespace) -> int:
     """Copy a whole store to an empty one, on the same or another engine."""
-    if not is_postgres_target(args.source) and not Path(args.source).is_file():
-        raise FileNotFoundError(f"no database at {args.source}")
-    source = open_engine(args.source, dims=None, **engine_options(args.source, args.from_schema))
+    check_db(args.source, "--from")
+    source = open_engine(
+        args.source, dims=None, read_only=True, **engine_options(args.source, args.from_schema)
+    )
     try:
         source.ensure_ready()  # settles its tenant_at, which the copy keeps
         target = open_engine(

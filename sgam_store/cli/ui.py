@@ -1,15 +1,15 @@
 """`sgam ui`: serve the memory inspector (`sgam_store.ui`) on loopback.
 
 It binds 127.0.0.1 on a free port unless told otherwise, prints the address, and opens
-a browser only with `--open`. The app has no authentication of its own, so another
-`--host` than loopback prints a warning. Starlette, Jinja2 and uvicorn come with the
+a browser only with `--open`. The store is opened read-only unless `--allow-writes`, so
+serving it never migrates or writes the file. The app has no authentication of its own,
+so another `--host` than loopback prints a warning. Starlette, Jinja2 and uvicorn come with the
 `ui` extra; without them the command says how to get them.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import socket
 import sys
 import threading
@@ -41,15 +41,6 @@ def add_ui_command(sub: Any) -> None:
     parser.set_defaults(func=cmd_ui)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def cmd_ui(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -63,7 +54,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    with existing_store(args.db, search_index(args.embedding), schema=args.schema) as store:
+    # Read-only unless writes are asked for: the file is opened read-only, so serving it
+    # neither migrates an older schema (refused, naming `sgam migrate`) nor moves a TTL.
+    with existing_store(
+        args.db, search_index(args.embedding), schema=args.schema, read_only=not args.allow_writes
+    ) as store:
         app = create_app(
             store, allow_writes=args.allow_writes, tenant=args.tenant, database=args.db
         )
@@ -94,6 +89,8 @@ def display_host(host: str) -> str:
 
 
 def announce(args: argparse.Namespace, url: str) -> None:
+    from sgam_store.ui.guard import is_loopback  # the ui extra is installed by now
+
     mode = "writes enabled" if args.allow_writes else "read-only"
     scope = f", tenant {args.tenant} only" if args.tenant else ""
     print(f"sgam ui: serving {url} ({mode}{scope}); Ctrl-C stops it", flush=True)

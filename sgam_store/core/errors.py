@@ -105,7 +105,9 @@ class StoreBusyError(SGAMError, RuntimeError):
 
 class StoreUnavailableError(SGAMError, ConnectionError):
     """The database server could not be reached or refused the connection (its host and
-    port are named, never the password). A `ConnectionError`, so an `OSError` too."""
+    port are named, never the password), or a read-only open found no store to read (no
+    file, an empty one, a schema that is not there). A `ConnectionError`, so an `OSError`
+    too."""
 
 
 class ExtensionLoadError(SGAMError, RuntimeError):
@@ -113,7 +115,8 @@ class ExtensionLoadError(SGAMError, RuntimeError):
 
 
 class SchemaVersionError(SGAMError, RuntimeError):
-    """The database was written by a newer sgam-store than this one."""
+    """The database was written by a newer sgam-store than this one, or, opened read-only,
+    by an older one (a read-only open does not upgrade: `sgam migrate` does)."""
 
 
 class ForeignDatabaseError(SGAMError, ValueError):

@@ -42,10 +42,16 @@ def mask_uri(target: object) -> str:
 
 
 def open_engine(
-    target: Any, *, dims: int | None, tenant_at: int | None = None, **options: Any
+    target: Any,
+    *,
+    dims: int | None,
+    tenant_at: int | None = None,
+    read_only: bool = False,
+    **options: Any,
 ) -> Any:
     """The engine for `target`; `tenant_at` is the namespace layout's (None: as the
-    database says); `options` are engine settings (PostgreSQL: schema, pool_size,
+    database says); `read_only`: an existing store, opened to read (nothing created,
+    upgraded or written); `options` are engine settings (PostgreSQL: schema, pool_size,
     prepare_threshold, connect_timeout)."""
     if is_postgres_target(target):
         try:
@@ -54,12 +60,14 @@ def open_engine(
             raise ImportError(
                 f"PostgreSQL needs the postgres extra: pip install 'sgam-store[postgres]' ({exc})"
             ) from exc
-        return PostgresEngine(target, dims=dims, tenant_at=tenant_at, **options)
+        return PostgresEngine(
+            target, dims=dims, tenant_at=tenant_at, read_only=read_only, **options
+        )
     from sgam_store.engines.sqlite.engine import SQLiteEngine
 
     if options:
         raise TypeError(f"unknown options for a SQLite store: {', '.join(sorted(options))}")
-    return SQLiteEngine(target, dims=dims, tenant_at=tenant_at)
+    return SQLiteEngine(target, dims=dims, tenant_at=tenant_at, read_only=read_only)
 
 
 def langgraph_items(source: str, *, batch: int, schema: str = "public") -> Any:

@@ -162,7 +162,8 @@ def _nominate(
         return [Candidate(f, None) for f in earlier], ALONE
     relative = store.layout.relative(new.namespace)
     view = store.for_tenant(new.tenant_id)
-    hits = view.search(relative, query=memory_text(new.value), limit=limit + 5)
+    # A review's look-up is no one reading these memories: their expiries stay.
+    hits = view.search(relative, query=memory_text(new.value), limit=limit + 5, refresh_ttl=False)
     found = []
     for hit in hits:
         if tuple(hit.namespace) != relative or hit.key == new.attribute:

@@ -5,6 +5,7 @@
 under /sgam/ of `langgraph dev`. See docs/ui.md.
 """
 
-from sgam_store.ui.app import create_app, mask_uri
+from sgam_store.engines import mask_uri
+from sgam_store.ui.app import create_app
 
 __all__ = ["create_app", "mask_uri"]

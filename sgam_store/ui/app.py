@@ -3,29 +3,33 @@
 
 Every page has a JSON twin (`/key.json?...` or `?format=json`). Read-only unless
 `allow_writes`; a write is a POST carrying the app's CSRF token and goes through the
-store's public API. Templates autoescape every stored value.
+store's public API. Templates autoescape every stored value. Before any of it,
+`guard.Guard` refuses other websites and foreign Host names, wherever the app is mounted.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sgam_store.core.errors import SGAMError
+from sgam_store.engines import mask_uri
+from sgam_store.ui import jsontext
+from sgam_store.ui.guard import HEADERS, Guard
 from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
 from sgam_store.ui.params import BadParameter, When
 from sgam_store.ui.writes import ACTIONS, VERDICTS
@@ -34,27 +38,7 @@ if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
 
 STATIC = Path(__file__).parent / "static"
-# Defence in depth behind the escaping: only the app's own script and stylesheet run, and
-# no other site can frame a page (the Undo button) or receive a form.
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
-    "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-}
 MAX_FORM = 16_384  # bytes of a write's form: a few short fields (parsed here, no multipart)
-
-
-def mask_uri(target: str) -> str:
-    """A database address fit to show: a URI's password replaced by ***."""
-    if "://" not in target:
-        return target
-    parts = urlsplit(target)
-    if parts.password is None:
-        return target
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
 def create_app(
@@ -82,7 +66,11 @@ def create_app(
         *(Route(f"/review/{name}", ui.post(name), methods=["POST"]) for name in ACTIONS),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={404: ui.missing, 405: ui.missing})
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard)],
+        exception_handlers={404: ui.missing, 405: ui.missing, 500: crashed},
+    )
 
 
 class Ui:
@@ -134,7 +122,7 @@ class Ui:
             when=view.when,
             ui=self.context(request, view.when),
         )
-        return HTMLResponse(html, headers=HEADERS)
+        return HTMLResponse(html)
 
     def context(self, request: Request, when: When) -> dict[str, Any]:
         """What the layout needs: links that keep the point in time, the CSRF token."""
@@ -172,7 +160,7 @@ class Ui:
             when=When(),
             ui=self.context(request, When()),
         )
-        return HTMLResponse(html, status_code=status, headers=HEADERS)
+        return HTMLResponse(html, status_code=status)
 
     async def missing(self, request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
@@ -181,20 +169,22 @@ class Ui:
 
     def post(self, action: str) -> Callable[[Request], Any]:
         """A write's endpoint: a POST with the app's CSRF token, writes enabled, the
-        form's tenant allowed; then `writes.ACTIONS[action]`, and back to the review."""
+        form's tenant allowed; then `writes.ACTIONS[action]`, and back to the review.
+        A read-only app reads no body at all; a writable one reads at most MAX_FORM bytes."""
 
         async def endpoint(request: Request) -> Response:
-            body = await request.body()
-            if len(body) > MAX_FORM:
-                return self.error(request, 413, "form too large", False)
+            if not self.app.allow_writes:
+                message = "this inspector is read-only (--allow-writes)"
+                return self.error(request, 403, message, False)
+            body = await read_form(request)
+            if body is None:
+                return self.error(request, 413, f"a form is at most {MAX_FORM} bytes", False)
             fields = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
             return await run_in_threadpool(self.write, request, action, dict(fields))
 
         return endpoint
 
     def write(self, request: Request, action: str, form: dict[str, str]) -> Response:
-        if not self.app.allow_writes:
-            return self.error(request, 403, "this inspector is read-only (--allow-writes)", False)
         token = form.get("csrf", "")
         if not hmac.compare_digest(token.encode(), self.csrf.encode()):
             return self.error(request, 403, "missing or wrong CSRF token", False)
@@ -210,6 +200,27 @@ class Ui:
         return RedirectResponse(self.url(request, "review", tenant=tenant), status_code=303)
 
 
+async def crashed(request: Request, exc: Exception) -> Response:
+    """A failure the pages did not foresee: a plain 500 (the server's log has the
+    traceback), with the security headers, which the guard inside it cannot add."""
+    return PlainTextResponse("the inspector failed on this request", 500, headers=HEADERS)
+
+
+async def read_form(request: Request) -> bytes | None:
+    """The request's body, or None when it is larger than MAX_FORM: refused from its
+    Content-Length before a byte is read, or, sent without one (chunked), as soon as
+    the bytes read pass the limit, never read to the end."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_FORM:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            return None
+    return bytes(body)
+
+
 def json_response(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    body = jsontext.text(data, indent=2)
     return Response(body, status_code=status, media_type="application/json")

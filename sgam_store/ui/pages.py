@@ -10,7 +10,6 @@ another tenant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import pending_reviews
+from sgam_store.ui import jsontext
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -30,6 +30,7 @@ from sgam_store.ui.params import (
 from sgam_store.viz import timeline_svg
 
 if TYPE_CHECKING:
+    from sgam_store import Change
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
@@ -86,6 +87,17 @@ class Inspector:
             return {}
         return self.store.for_tenant(tenant).count_keys(tenant, subjects)
 
+    def totals(self) -> dict[str, int | None]:
+        """The store's counts; a confined app's are its tenant's alone (its current keys,
+        from the count index), and it has no episode count to show, so none."""
+        if self.tenant is None:
+            rows = self.store.stats()["rows"]
+            return {k: rows.get(k) for k in ("tenants", "current_facts", "episodes")}
+        listed = self.store.for_tenant(self.tenant).list_namespaces(limit=2**62)
+        subjects = [self.subject_of(self.tenant, ns) for ns in listed]
+        keys = self.current_keys(self.tenant, subjects, When())
+        return {"tenants": 1, "current_facts": sum(keys.values()), "episodes": None}
+
     def tenants(self, when: When) -> list[str]:
         """Every tenant with facts visible at `when` (namespace labels only)."""
         if self.tenant is not None:
@@ -104,7 +116,7 @@ def shown(value: Any) -> str:
     """A value as one line of text: strings as they are, anything else as JSON."""
     if isinstance(value, dict) and set(value) == {"value"}:
         value = value["value"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else jsontext.text(value)
 
 
 def stamp(moment: datetime) -> str:
@@ -112,8 +124,12 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def fact_json(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(mode="json")
+def fact_json(fact: Fact | Change) -> dict[str, Any]:
+    """A fact's JSON form; its value as stored, which pydantic's dump refuses past 255
+    levels of nesting (the app's JSON writer takes any depth)."""
+    dumped = fact.model_dump(mode="json", exclude={"value"})
+    fields = type(fact).model_fields
+    return {name: fact.value if name == "value" else dumped[name] for name in fields}
 
 
 def page_slice(names: list[str], paging: Paging) -> dict[str, Any]:
@@ -150,13 +166,12 @@ class TenantsPage(Page):
             {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
             for t in page["rows"]
         ]
-        totals = self.app.store.stats()["rows"]
         return {
             **page,
             "rows": rows,
             "filter": needle,
             "paging": vars(paging),
-            "totals": {k: totals.get(k) for k in ("tenants", "current_facts", "episodes")},
+            "totals": self.app.totals(),
         }
 
 
@@ -225,12 +240,14 @@ class KeysPage(Page):
     ) -> tuple[list[Any], bool, int]:
         """The page's items, whether more follow, and how many items were read."""
         if not needle:
-            found = view.search(prefix, limit=paging.per_page + 1, offset=paging.offset)
+            found = view.search(
+                prefix, limit=paging.per_page + 1, offset=paging.offset, refresh_ttl=False
+            )
             return found[: paging.per_page], len(found) > paging.per_page, len(found)
         wanted = paging.offset + paging.per_page + 1
         matched, offset, scanned = [], 0, 0
         for _ in range(SCAN_PAGES):
-            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset)
+            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset, refresh_ttl=False)
             scanned += len(batch)
             matched += [item for item in batch if needle.lower() in item.key.lower()]
             offset += len(batch)
@@ -455,7 +472,7 @@ class ChangesPage(Page):
         limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
         view = self.app.store.for_tenant(tenant)
         found = view.changes(since, until=until, limit=limit)
-        rows = [{**c.model_dump(mode="json"), "shown_value": shown(c.value)} for c in found]
+        rows = [{**fact_json(c), "shown_value": shown(c.value)} for c in found]
         return {"tenant": tenant, "since": since, "until": until, "limit": limit, "rows": rows}
 
 

@@ -14,6 +14,9 @@ PER_PAGE = 50  # rows a listing shows unless ?per_page= says otherwise
 MAX_PER_PAGE = 200  # a page never reads more values than this
 MAX_PAGE = 100_000
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# The instants a page accepts: wide for any history people record, and far enough from
+# datetime's ends (years 1 and 9999) that a picture's margins around them stay dates.
+EARLIEST, LATEST = "1000-01-01T00:00:00.000000Z", "9000-01-01T00:00:00.000000Z"
 
 
 class BadParameter(ValueError):
@@ -21,8 +24,10 @@ class BadParameter(ValueError):
 
 
 def text(query: Mapping[str, str], name: str, *, required: bool = False, limit: int = 500) -> str:
-    """A text parameter, stripped; `required` refuses it missing or empty."""
-    value = query.get(name, "").strip()
+    """A text parameter exactly as given, spaces kept: a tenant, subject, key or episode id
+    may begin or end with a space, and "passport " must never show "passport".
+    `required` refuses it missing or empty."""
+    value = query.get(name, "")
     if required and not value:
         raise BadParameter(f"{name} is required")
     if len(value) > limit or "\x00" in value:
@@ -49,9 +54,12 @@ def instant(query: Mapping[str, str], name: str) -> str | None:
     if _DATE.match(raw):
         raw += "T00:00:00Z"
     try:
-        return clock.normalize(raw)
+        moment = clock.normalize(raw)
     except InvalidTimestampError as exc:
         raise BadParameter(f"{name}: {exc}") from None
+    if not EARLIEST <= moment < LATEST:
+        raise BadParameter(f"{name} must lie between years 1000 and 8999, got {raw!r}")
+    return moment
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,19 @@ import importlib
 from typing import Any
 
 from sgam_store.core.engine import STATEMENTS
+from sgam_store.core.errors import ReadOnlyViewError
 
 MAX_ATTEMPTS = 8  # a write transaction's tries before StoreBusyError
+
+
+def refuse_writes(engine: Any) -> None:
+    """A read-only engine's write transactions and maintenance: refused before they
+    start, with the error a read-only view raises."""
+    if engine.read_only:
+        raise ReadOnlyViewError(
+            "this store was opened read_only=True: it reads only; open it without "
+            "read_only to write"
+        )
 
 
 class StatementSets:
@@ -20,6 +31,7 @@ class StatementSets:
     it one class attribute per statement set, the module `<package>.<set>`."""
 
     ready: bool
+    read_only: bool = False
 
     def __init_subclass__(cls, package: str, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

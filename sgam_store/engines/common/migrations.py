@@ -21,19 +21,41 @@ def check_version(found: int, latest: int) -> None:
         )
 
 
+# Read-only opens (`SGAMStore(..., read_only=True)`) create and upgrade nothing: what they
+# say when the database holds no store, or an older schema.
+NO_STORE = "it holds no sgam-store database, and a read-only open creates none"
+UPGRADE_TARGET = "<database>"
+UPGRADE = f"sgam migrate --db {UPGRADE_TARGET}"
+
+
+def older(found: int, latest: int) -> str:
+    """Why a read-only open refuses an older schema, and the command that upgrades it."""
+    return (
+        f"database schema v{found} is older than this sgam-store's (v{latest}), and a "
+        f"read-only open does not upgrade it: run `{UPGRADE}` (or open it writable and "
+        "call store.setup()) once, then open it read-only"
+    )
+
+
 def meta(d: Dialect, cur: Any, key: str) -> str | None:
     """A value recorded in `sgam_meta`."""
     row = cur.execute(d.sql("SELECT value FROM sgam_meta WHERE key = ?"), (key,)).fetchone()
     return None if row is None else row[0]
 
 
-def record_tenant_at(d: Dialect, cur: Any, requested: int | None) -> int:
-    """Settle `tenant_at` inside the set-up's lock: the recorded one, or `requested` (or
-    the default) recorded now; a request for another raises ConfigurationError (see
-    `namespaces.settle_tenant_at`)."""
+def read_tenant_at(d: Dialect, cur: Any, requested: int | None) -> int:
+    """The database's `tenant_at`: the recorded one, else `requested` (or the default);
+    a request for another raises ConfigurationError (see `namespaces.settle_tenant_at`)."""
     recorded = meta(d, cur, "tenant_at")
     has_facts = cur.execute("SELECT EXISTS (SELECT 1 FROM facts)").fetchone()[0]
-    found = namespaces.settle_tenant_at(recorded, requested, bool(has_facts))
+    return namespaces.settle_tenant_at(recorded, requested, bool(has_facts))
+
+
+def record_tenant_at(d: Dialect, cur: Any, requested: int | None) -> int:
+    """Settle `tenant_at` inside the set-up's lock: `read_tenant_at`'s answer, recorded
+    now if it was not."""
+    recorded = meta(d, cur, "tenant_at")
+    found = read_tenant_at(d, cur, requested)
     if recorded is None:
         cur.execute(
             d.sql("INSERT INTO sgam_meta (key, value) VALUES ('tenant_at', ?)"), (str(found),)

@@ -80,9 +80,10 @@ class BinaryVectorDumper(adapt.Dumper):
         return bytes(obj)
 
 
-def configure(schema: str) -> Any:
+def configure(schema: str, read_only: bool = False) -> Any:
     """The pool's per-connection set-up: UTC, our schema first, text timestamps, binary
-    query vectors."""
+    query vectors; `read_only`: every transaction of the session is read-only, so the
+    server refuses a write whatever path it comes by."""
 
     def setup(conn: Connection) -> None:
         conn.adapters.register_loader("timestamptz", StoredTimeLoader)
@@ -90,6 +91,8 @@ def configure(schema: str) -> Any:
         search_path = sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
         conn.execute(search_path)
         conn.execute("SET TIME ZONE 'UTC'")
+        if read_only:
+            conn.execute("SET default_transaction_read_only = on")
         conn.commit()
 
     return setup
@@ -172,13 +175,14 @@ def open_pool(
     max_size: int = 8,
     prepare_threshold: int | None = 5,
     timeout: float | None = None,
+    read_only: bool = False,
 ) -> ConnectionPool:
     """A pool of autocommit connections; transactions are opened explicitly.
 
     `prepare_threshold=None` turns server-side prepared statements off (PgBouncer in
     transaction mode). Keepalives are on so a dead TCP peer is noticed. `timeout`: the
     connect timeout in seconds (see `connect_timeout`); each of the pool's connections
-    is bounded by it too.
+    is bounded by it too. `read_only`: see `configure`.
     """
     schema = check_schema_name(schema)
     params = _params(target)
@@ -193,7 +197,7 @@ def open_pool(
         min_size=1,
         max_size=max_size,
         kwargs={**kwargs, "autocommit": True, "prepare_threshold": prepare_threshold},
-        configure=configure(schema),
+        configure=configure(schema, read_only),
         check=check_quietly,
         open=False,
     )

@@ -23,7 +23,7 @@ from psycopg import errors
 
 from sgam_store.core import namespaces
 from sgam_store.core.errors import ConfigurationError, StoreBusyError, TenantScopeError
-from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets
+from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets, refuse_writes
 from sgam_store.engines.postgres import connection, migrations, versions
 
 T = TypeVar("T")
@@ -84,8 +84,10 @@ class PostgresEngine(StatementSets, package=__package__):
         tenant_at: int | None = None,
         connect_timeout: float | None = None,
         row_security: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.requested_tenant_at = tenant_at
+        self.read_only = read_only  # check the schema at setup(), create and write nothing
         self.row_security = row_security  # turn the policies on at setup() (the owner)
         self.confined = False  # whether the database enforces them: settled by setup()
         self.all_tenants = True  # whether this role may take the all-tenant scope
@@ -97,12 +99,22 @@ class PostgresEngine(StatementSets, package=__package__):
             max_size=pool_size,
             prepare_threshold=prepare_threshold,
             timeout=connect_timeout,
+            read_only=read_only,
         )
         self.dims = dims
         self.ready = False
 
     def setup(self) -> None:
-        """Create or upgrade the schema (idempotent; safe across processes)."""
+        """Create or upgrade the schema (idempotent; safe across processes). Read-only:
+        check it instead (it must exist, at the latest version), recording nothing."""
+        if self.read_only:
+            with self.pool.connection() as conn:
+                self.layout = namespaces.Layout(
+                    migrations.read_settings(conn, self.schema, self.requested_tenant_at, self.dims)
+                )
+                self._settle_row_security(conn)
+            self.ready = True
+            return
         with self.pool.connection() as conn:
             migrations.migrate(conn, self.schema)
             tenant_at = migrations.settle_tenant_at(conn, self.requested_tenant_at)
@@ -118,7 +130,7 @@ class PostgresEngine(StatementSets, package=__package__):
         without `row_security=True` on a database that has it is confined all the same:
         the database decides, not the option."""
         on = migrations.row_security_on(conn.cursor())
-        if self.row_security and not on:
+        if self.row_security and not on and not self.read_only:
             try:
                 migrations.enable_row_security(conn)
             except errors.InsufficientPrivilege as exc:
@@ -177,6 +189,7 @@ class PostgresEngine(StatementSets, package=__package__):
         """Run `body(cursor)` in one READ COMMITTED transaction, retried whole on the
         races in RETRIED; `committed(result)` runs after COMMIT."""
         self.ensure_ready()
+        refuse_writes(self)
         prelock: set[tuple[str, str]] = set()
         for attempt in range(max_attempts):
             try:
@@ -233,6 +246,7 @@ class PostgresEngine(StatementSets, package=__package__):
         """A pooled autocommit connection outside any scope, for VACUUM, which refuses a
         transaction block and which row security does not bind."""
         self.ensure_ready()
+        refuse_writes(self)
         with self.pool.connection() as conn:
             yield conn
 

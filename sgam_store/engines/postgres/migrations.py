@@ -14,7 +14,11 @@ from typing import Any
 from psycopg import sql
 
 from sgam_store.core import analysis
-from sgam_store.core.errors import ForeignDatabaseError
+from sgam_store.core.errors import (
+    ForeignDatabaseError,
+    SchemaVersionError,
+    StoreUnavailableError,
+)
 from sgam_store.engines.common import migrations as portable
 from sgam_store.engines.common import schema
 from sgam_store.engines.common.dialect import POSTGRES, export
@@ -231,6 +235,34 @@ def check_owned(cur: Any, schema: str) -> None:
         f"schema {schema!r} holds tables of {owner}; sgam-store leaves it untouched. "
         "Pass another schema (SGAMStore.from_conn_string(uri, schema=...))"
     )
+
+
+def read_settings(conn: Any, schema: str, requested_tenant_at: int | None, dims: int | None) -> int:
+    """A read-only open's set-up, in place of `migrate` and the settling after it: the
+    schema must hold sgam-store's tables at LATEST (nothing is created or upgraded); the
+    database's `tenant_at` is returned and the vectors' dims checked, nothing recorded."""
+    with conn.transaction():
+        cur = conn.cursor()
+        tables = _tables(cur, schema)
+        if not tables:
+            raise StoreUnavailableError(f"schema {schema!r}: {portable.NO_STORE}{_stores(cur)}")
+        check_owned(cur, schema)
+        found = _version(cur, tables)
+        portable.check_version(found, LATEST)
+        if found < LATEST:
+            raise SchemaVersionError(portable.older(found, LATEST))
+        if dims is not None:
+            portable.recorded_dims(POSTGRES, cur, dims)
+        return portable.read_tenant_at(POSTGRES, cur, requested_tenant_at)
+
+
+def _stores(cur: Any) -> str:
+    """'; schemas holding one: a, b' for the refusal of a schema with no store in it."""
+    rows = cur.execute(
+        "SELECT table_schema FROM information_schema.tables WHERE table_name = 'sgam_meta' "
+        "ORDER BY 1"
+    ).fetchall()
+    return f"; schemas holding one: {', '.join(s for (s,) in rows)}" if rows else ""
 
 
 def migrate(conn: Any, schema: str) -> int:

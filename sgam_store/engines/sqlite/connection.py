@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -91,16 +92,23 @@ def connect(
     *,
     timeout_ms: int = BUSY_TIMEOUT_MS,
     check: Callable[[Any], None] | None = None,
+    read_only: bool = False,
 ) -> Any:
     """Open `path` with WAL, a busy timeout, foreign keys on and sqlite-vec loaded.
 
     `isolation_level=None` leaves transactions to us: the ledger opens its own
     `BEGIN IMMEDIATE` so the write lock is taken before the first read. `check` runs
     before the switch to WAL, the first change to the file, and may refuse it.
+    `read_only`: SQLite's `mode=ro`, so the file cannot be created or written through
+    this connection, and the journal mode is left as the file has it.
     """
     module = driver()
     conn = module.connect(
-        path, isolation_level=None, check_same_thread=False, factory=_connection_class(module)
+        read_only_uri(path) if read_only else path,
+        isolation_level=None,
+        check_same_thread=False,
+        factory=_connection_class(module),
+        uri=read_only,
     )
     _load_vec(conn)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
@@ -111,7 +119,7 @@ def connect(
             conn.close()
             raise
     conn.execute("PRAGMA foreign_keys = ON")
-    if not in_memory(path):
+    if not in_memory(path) and not read_only:
         retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         # WAL + NORMAL stays durable across application crashes (only an OS crash can lose
         # the last transactions), and avoids an fsync per commit.
@@ -121,6 +129,12 @@ def connect(
         # candidates 0.57 -> 0.33 ms). Pages stay in the OS cache, shared by connections.
         conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
+
+
+def read_only_uri(path: str) -> str:
+    """`path` as a URI that SQLite opens read-only and never creates (`mode=ro`); the
+    path is percent-encoded, so a '?' or '#' in a file name stays part of the name."""
+    return Path(path).resolve().as_uri() + "?mode=ro"
 
 
 def in_memory(path: str) -> bool:
@@ -166,8 +180,11 @@ class ReaderPool:
     there, and a read then sees the mirror and the rows of one and the same commit.
     """
 
-    def __init__(self, path: str, writer: Any, size: int = READERS) -> None:
+    def __init__(
+        self, path: str, writer: Any, size: int = READERS, *, read_only: bool = False
+    ) -> None:
         self.path = path
+        self.read_only = read_only  # its readers open the file as the writer did
         self.writer = writer  # whose trace callback the readers follow
         self.size = size
         self._idle: list[Any] = []
@@ -206,7 +223,7 @@ class ReaderPool:
         """Open the connection `_lend_waiting` made room for (not under the lock: it takes
         about a millisecond)."""
         try:
-            conn = connect(self.path)
+            conn = connect(self.path, read_only=self.read_only)
         except BaseException:
             with self._lock:
                 self._reading -= 1

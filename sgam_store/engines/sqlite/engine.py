@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sgam_store.core import namespaces
-from sgam_store.core.errors import StoreBusyError
-from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets
+from sgam_store.core.errors import ConfigurationError, StoreBusyError, StoreUnavailableError
+from sgam_store.engines.common.engine import MAX_ATTEMPTS, StatementSets, refuse_writes
 from sgam_store.engines.sqlite import connection, migrations
 from sgam_store.engines.sqlite.vector_cache import VectorCache, data_version, top_rowid
 
@@ -46,13 +47,22 @@ class SQLiteEngine(StatementSets, package=__package__):
     """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
 
     def __init__(
-        self, target: str | Any, *, dims: int | None = None, tenant_at: int | None = None
+        self,
+        target: str | Any,
+        *,
+        dims: int | None = None,
+        tenant_at: int | None = None,
+        read_only: bool = False,
     ) -> None:
         """`dims`: the vector table's dimensions when the store has an index config;
-        `tenant_at`: where namespaces name their tenant (None: as the database says)."""
+        `tenant_at`: where namespaces name their tenant (None: as the database says);
+        `read_only`: open an existing store's file read-only (see `open_read_only`)."""
         self.owns_connection = isinstance(target, str)
+        self.read_only = read_only
         self.conn = (
-            connection.connect(target, check=migrations.check_owned)
+            open_read_only(target)
+            if read_only
+            else connection.connect(target, check=migrations.check_owned)
             if isinstance(target, str)
             else target
         )
@@ -63,7 +73,7 @@ class SQLiteEngine(StatementSets, package=__package__):
         # (WAL). ':memory:' exists on its connection alone, and a caller's connection is
         # theirs to share: both keep every statement on the one connection, under the lock.
         self.pool = (
-            connection.ReaderPool(target, self.conn)
+            connection.ReaderPool(target, self.conn, read_only=read_only)
             if isinstance(target, str) and not connection.in_memory(target)
             else None
         )
@@ -75,7 +85,14 @@ class SQLiteEngine(StatementSets, package=__package__):
         self.ready = False
 
     def setup(self) -> None:
-        """Create or upgrade the schema (idempotent; safe across processes)."""
+        """Create or upgrade the schema (idempotent; safe across processes). Read-only:
+        check it instead, recording nothing (`open_read_only` checked the version)."""
+        if self.read_only:
+            with self._writer():
+                tenant_at = migrations.read_settings(self.conn, self.requested_tenant_at, self.dims)
+                self.layout = namespaces.Layout(tenant_at)
+                self.ready = True
+            return
         with self._writer():
             connection.retry_busy(lambda: migrations.migrate(self.conn))
             tenant_at = connection.retry_busy(
@@ -103,6 +120,7 @@ class SQLiteEngine(StatementSets, package=__package__):
         (`quiet`), so a read sees the mirror and the rows of the same commits.
         """
         self.ensure_ready()
+        refuse_writes(self)
         for attempt in range(max_attempts):
             try:
                 with self._writer():
@@ -186,6 +204,7 @@ class SQLiteEngine(StatementSets, package=__package__):
     def maintenance(self) -> _Reading:
         """A connection for VACUUM: a reading one (SQLite has no row security to step
         outside of)."""
+        refuse_writes(self)
         return self.reading()
 
     def tenant_scope(self, tenant: str | None) -> AbstractContextManager[None]:
@@ -207,6 +226,23 @@ class SQLiteEngine(StatementSets, package=__package__):
             self.pool.close()
         if self.owns_connection:
             self.conn.close()
+
+
+def open_read_only(target: Any) -> Any:
+    """The writer connection of a read-only engine: SQLite's `mode=ro`, which never
+    creates the file, on a file that holds sgam-store's schema at its latest version
+    (`migrations.check_readable`); anything else is refused with the file unchanged."""
+    if not isinstance(target, str) or connection.in_memory(target):
+        raise ConfigurationError("read_only=True opens a database file by its path")
+    path = Path(target)
+    if path.is_dir():
+        raise StoreUnavailableError(f"{target} is a directory, not a database file")
+    if not path.is_file():
+        raise StoreUnavailableError(f"no database file at {target}; a read-only open creates none")
+    try:
+        return connection.connect(target, check=migrations.check_readable, read_only=True)
+    except StoreUnavailableError as exc:
+        raise StoreUnavailableError(f"{target}: {exc}") from None
 
 
 class _Reading:

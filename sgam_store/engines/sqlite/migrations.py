@@ -13,7 +13,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from sgam_store.core import analysis, namespaces
-from sgam_store.core.errors import ForeignDatabaseError
+from sgam_store.core.errors import (
+    ForeignDatabaseError,
+    SchemaVersionError,
+    StoreUnavailableError,
+)
 from sgam_store.engines.common import migrations as portable
 from sgam_store.engines.common import schema
 from sgam_store.engines.common.dialect import SQLITE, export
@@ -282,6 +286,27 @@ def check_owned(conn: Any) -> None:
         "for SGAMStore and bring the items over: `sgam import --from <this file> "
         "--db <new file>` (or SGAMStore.import_items)"
     )
+
+
+def check_readable(conn: Any) -> None:
+    """A read-only open's check, in place of `migrate`: the file must hold sgam-store's
+    schema at LATEST, since a read-only open creates and upgrades nothing. An empty file
+    (or one with no tables yet) holds no store; an older schema names how to upgrade it."""
+    check_owned(conn)
+    found = _version(conn)
+    portable.check_version(found, LATEST)
+    if found == 0:
+        raise StoreUnavailableError(portable.NO_STORE)
+    if found < LATEST:
+        raise SchemaVersionError(portable.older(found, LATEST))
+
+
+def read_settings(conn: Any, requested_tenant_at: int | None, dims: int | None) -> int:
+    """What `settle_tenant_at` and `ensure_vector_table` check, with nothing recorded:
+    the database's `tenant_at` (a mismatch raises), and the vectors' dims when recorded."""
+    if dims is not None:
+        portable.recorded_dims(SQLITE, conn, dims)
+    return portable.read_tenant_at(SQLITE, conn, requested_tenant_at)
 
 
 @contextmanager

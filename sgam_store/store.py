@@ -851,26 +851,29 @@ class SGAMStore(BaseStore):
         restate. A "supersedes" one closes that memory where the new one starts and
         links the two (`supersedes_fact_id`); the others change no fact. `tenant_id`:
         the facts' tenant, which row security (PostgreSQL) needs to let the
-        application role see them."""
+        application role see them; every id must be that tenant's (another tenant's id
+        is not found)."""
         self._ensure_ready()
         with self._tenant_of_ids(tenant_id):
-            return supersession.apply(self.facts, new_fact_id, verdicts, decided_by)
+            return supersession.apply(self.facts, new_fact_id, verdicts, decided_by, tenant_id)
 
     def undo_supersession(self, decision_id: int, *, tenant_id: str | None = None) -> Fact:
-        """Take back a "supersedes" decision with history intact; return the restored fact."""
+        """Take back a "supersedes" decision with history intact; return the restored fact.
+        A decision of another tenant than `tenant_id` is not found."""
         self._ensure_ready()
         with self._tenant_of_ids(tenant_id):
-            return supersession.undo(self.facts, decision_id)
+            return supersession.undo(self.facts, decision_id, tenant_id)
 
     def supersession_decisions(
         self, fact: Fact | int, *, tenant_id: str | None = None
     ) -> list[SupersessionDecision]:
-        """The review decisions that name this fact, as the new memory or the old one."""
+        """The review decisions that name this fact, as the new memory or the old one. A
+        fact of another tenant than `tenant_id` (or the `Fact`'s own) is not found."""
         self._ensure_ready()
         fact_id = fact.fact_id if isinstance(fact, Fact) else fact
         tenant = fact.tenant_id if isinstance(fact, Fact) and tenant_id is None else tenant_id
         with self._tenant_of_ids(tenant):
-            return supersession.decisions_touching(self.engine, [fact_id])
+            return supersession.decisions_touching(self.engine, [fact_id], tenant)
 
     def _tenant_of_ids(self, tenant_id: str | None) -> Any:
         """A call that names facts by id runs in `tenant_id`'s scope when given, else in

@@ -17,6 +17,7 @@ from langmem import create_manage_memory_tool, create_memory_store_manager
 
 from sgam_store import (
     ConflictError,
+    FactNotFoundError,
     InvalidFactError,
     SGAMStore,
     Verdict,
@@ -327,7 +328,7 @@ def test_bad_verdicts_are_typed_errors_and_write_nothing(mem: SGAMStore) -> None
     bob = mem.fact_at("bob", "memories", "b1")
     with pytest.raises(InvalidFactError, match="decision"):
         mem.apply_supersession(new.fact_id, [Verdict(old.fact_id, "retire", "?")], decided_by="t")
-    with pytest.raises(InvalidFactError, match="tenant"):
+    with pytest.raises(FactNotFoundError, match="tenant"):  # another tenant's: not found
         mem.apply_supersession(
             new.fact_id, [Verdict(bob.fact_id, "supersedes", "?")], decided_by="t"
         )

@@ -7,7 +7,10 @@ the message text and its speaker. Ids that start with "external:", "thread:" or
 recorded episode may take such an id, so the two never collide.
 
 Episodes are immutable: recording an id twice is an error, not an update, because
-facts already point at the first text.
+facts already point at the first text. Ids are per tenant: the same id in two tenants
+is two episodes, and a fact's source is looked up in the fact's own tenant only, so
+provenance never points across tenants and recording an id tells nothing about what
+another tenant recorded.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def external_source(source_id: str) -> ExternalSource:
 
 def insert(engine: Any, cur: Any, episode: Episode) -> None:
     """Insert inside a write transaction; an existing id is refused (episodes are immutable)."""
-    if engine.episodes.exists(cur, episode.episode_id):
+    if engine.episodes.exists(cur, episode.tenant_id, episode.episode_id):
         raise InvalidEpisodeError(
             f"episode {episode.episode_id!r} is already recorded; episodes are immutable"
         )

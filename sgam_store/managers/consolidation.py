@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -228,7 +229,7 @@ def consolidate(
                 _promote(tx, candidate_id, fact, "confirmation" if confirmed else "statement")
                 touched.append(candidate_id)
         if extractor is not None:
-            mark_extracted(tx, episode_id, extractor)
+            mark_extracted(tx, tenant_id, episode_id, extractor)
 
     result = service.apply_updates(
         store.facts,
@@ -439,15 +440,19 @@ def sweep_candidates(
     return store.facts.run(body)
 
 
-def mark_extracted(tx: ledger.Tx, episode_id: str, extractor: str) -> None:
-    """Mark the episode extracted by `extractor`, inside the transaction that applies it."""
-    tx.engine.candidates.mark_extracted(tx.cur, episode_id, extractor, tx.now)
+def mark_extracted(tx: ledger.Tx, tenant_id: str, episode_id: str, extractor: str) -> None:
+    """Mark the tenant's episode extracted by `extractor`, inside the transaction that
+    applies it."""
+    tx.engine.candidates.mark_extracted(tx.cur, tenant_id, episode_id, extractor, tx.now)
 
 
-def is_extracted(store: SGAMStore, episode_id: str) -> bool:
-    """True once a background manager has consolidated this episode's extraction."""
-    with store.engine.reading() as conn:
-        return store.engine.candidates.is_extracted(conn, episode_id)
+def is_extracted(store: SGAMStore, episode_id: str, *, tenant_id: str | None = None) -> bool:
+    """True once a background manager has consolidated this episode's extraction: the
+    tenant's episode of that id (episode ids are per tenant); without `tenant_id`, any
+    tenant's, in the scope it was called from."""
+    scope = nullcontext() if tenant_id is None else store.engine.tenant_scope(tenant_id)
+    with scope, store.engine.reading() as conn:
+        return store.engine.candidates.is_extracted(conn, tenant_id, episode_id)
 
 
 def _load(store: SGAMStore, candidate_ids: Sequence[int]) -> list[Candidate]:

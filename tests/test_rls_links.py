@@ -47,15 +47,26 @@ def secured(pg_server: str) -> Iterator[tuple[str, str, int]]:
             MemoryFact(tenant_id=VICTIM, subject="mira", attribute="city", value="Lima",
                        valid_from="2026-06-01T00:00:00Z", source_episode_id="ep-a")
         )  # fmt: skip
-        owner.engine.transaction(
-            lambda cur: cur.execute(
-                "INSERT INTO fact_sources (fact_id, episode_id, tenant_id) VALUES (%s, 'ep-b', %s)",
-                (fact.fact_id, VICTIM),
-            )
-        )
+        owner.engine.transaction(lambda cur: _second_source(cur, fact.fact_id))
     role = "app_" + uuid.uuid4().hex[:12]
     roles.create_app_role(uri, role)
     yield uri, as_role(uri, role), fact.fact_id
+
+
+def _second_source(cur: Any, fact_id: int) -> None:
+    """The victim's fact gains source ep-b (as a promotion links it), in the table's shape:
+    before the fix it had no tenant column."""
+    columns = {
+        r[0]
+        for r in cur.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'sgam' AND table_name = 'fact_sources'"
+        )
+    }
+    if "tenant_id" in columns:
+        cur.execute("INSERT INTO fact_sources VALUES (%s, 'ep-b', %s)", (fact_id, VICTIM))
+    else:
+        cur.execute("INSERT INTO fact_sources VALUES (%s, 'ep-b')", (fact_id,))
 
 
 def _as_tenant(uri: str, tenant: str) -> psycopg.Connection[Any]:

@@ -33,7 +33,12 @@ from langgraph.store.base import (
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
-from sgam_store.core.errors import InvalidFactError, InvalidTimestampError, ReadOnlyViewError
+from sgam_store.core.errors import (
+    InvalidFactError,
+    InvalidQueryError,
+    InvalidTimestampError,
+    ReadOnlyViewError,
+)
 from sgam_store.core.models import (
     DEFAULT_MEMORY_TYPE,
     SCHEMA_VERSION,
@@ -706,6 +711,7 @@ class SGAMStore(BaseStore):
         """The read path: cited context for the model (see `sgam_store.read.recall.recall`)."""
         from sgam_store.read.recall import recall
 
+        _check_query(question)
         with self.engine.tenant_scope(tenant_id):
             return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
 
@@ -823,6 +829,7 @@ class SGAMStore(BaseStore):
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):
             return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
 
@@ -833,6 +840,7 @@ class SGAMStore(BaseStore):
         then the memories of other keys it superseded (a correction written as a new
         memory, see `apply_supersession`), each chain link before the fact it links to."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):
             facts = ledger.history(self.engine, ns, attribute, _ts(known_at))
             return ledger.predecessors(self.engine, facts, _ts(known_at)) + facts
@@ -889,6 +897,12 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
+        if tenant_id is not None:
+            self.layout.check_tenant(tenant_id)
+        if subject is not None:
+            namespaces.check_subject(subject)
+        if attribute is not None:
+            namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
             return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
@@ -936,6 +950,7 @@ class SGAMStore(BaseStore):
         (`known_to` None) and the retired ones a correction or a close replaced, which
         `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id):
             return changes.key_versions(self.engine, ns, attribute)
@@ -1012,6 +1027,7 @@ class SGAMStore(BaseStore):
     ) -> PurgeReport:
         """Erase an episode and the facts whose only source it was; see `erasure`.
         `dry_run` reports what would be erased and erases nothing."""
+        episodes.check_episode_id(episode_id)
         erasure = self.engine.erasure
         return self._erase(
             tenant_id,
@@ -1128,6 +1144,7 @@ def _validate(op: Op, filters: Any, layout: namespaces.Layout) -> None:
     elif isinstance(op, SearchOp):
         namespaces.check_labels(op.namespace_prefix)
         filters.check_filter(op.filter)
+        _check_query(op.query)
         _check_page(op.limit, op.offset)
     elif isinstance(op, ListNamespacesOp):
         _check_page(op.limit, op.offset)
@@ -1135,6 +1152,13 @@ def _validate(op: Op, filters: Any, layout: namespaces.Layout) -> None:
             namespaces.check_labels(condition.path, allow_wildcard=True)
     else:
         raise TypeError(f"unknown op {type(op).__name__}")
+
+
+def _check_query(query: str | None) -> None:
+    """A query with NUL is refused on every engine alike: PostgreSQL's text cannot hold
+    it (a raw driver error there), so SQLite must not answer it either."""
+    if query is not None and "\x00" in query:
+        raise InvalidQueryError(f"a search query must not contain NUL, got {query!r}")
 
 
 def _check_page(limit: int, offset: int) -> None:

@@ -54,8 +54,7 @@ class Episode(BaseModel):
     @field_validator("episode_id")
     @classmethod
     def _episode_id(cls, v: str) -> str:
-        if not v or "\x00" in v:
-            raise InvalidEpisodeError("episode_id must be a non-empty string without NUL")
+        check_episode_id(v)
         if is_external(v):
             raise InvalidEpisodeError(
                 f"episode_id {v!r} starts with a reserved external marker {EXTERNAL_PREFIXES}"
@@ -104,6 +103,16 @@ class ExternalSource(BaseModel):
     source_id: str = Field(description="The fact's source_episode_id, e.g. 'thread:t1'.")
     kind: Literal["external", "thread", "run"]
     ref: str = Field(description="The part after the marker: a thread id, run id or label.")
+
+
+def check_episode_id(episode_id: object) -> str:
+    """An episode id is non-empty text without NUL (which PostgreSQL cannot hold): one
+    that names nothing storable is refused alike on every engine, never sent to SQL."""
+    if not isinstance(episode_id, str) or not episode_id or "\x00" in episode_id:
+        raise InvalidEpisodeError(
+            f"episode_id must be a non-empty string without NUL, got {episode_id!r}"
+        )
+    return episode_id
 
 
 def is_external(source_id: str) -> bool:
@@ -190,6 +199,7 @@ def record_episode(
 
 
 def get_episode(engine: Any, episode_id: str, *, tenant_id: str | None = None) -> Episode | None:
+    check_episode_id(episode_id)
     with engine.reading() as conn:
         return load(engine, conn, episode_id, tenant_id)
 

@@ -407,7 +407,7 @@ def _add_tenant(table: str, source: str) -> list[str]:
     """`table` gains its rows' tenant from `source` (an UPDATE ... FROM clause); a row
     whose fact or episode is gone names nothing and goes."""
     return [
-        f"ALTER TABLE {table} ADD COLUMN tenant_id text",
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant_id text",  # a rerun keeps it
         f"UPDATE {table} SET tenant_id = o.tenant_id FROM {source}",
         f"DELETE FROM {table} WHERE tenant_id IS NULL",
         f"ALTER TABLE {table} ALTER COLUMN tenant_id SET NOT NULL",

@@ -227,3 +227,15 @@ def test_a_purge_report_counts_every_row_it_removed(store: SGAMStore) -> None:
     consolidate(store, [held], tenant_id=VICTIM, episode_id=again.episode_id, config=habits)
     whole = store.purge(VICTIM)
     assert (whole.deleted["memory_candidates"], whole.deleted["candidate_support"]) == (1, 1)
+
+
+def test_an_extraction_mark_is_its_tenants_alone(store: SGAMStore) -> None:
+    """A background manager skips episodes marked extracted: another tenant's mark on the
+    same id must not make it skip this tenant's (graphs/manager.py asks by tenant)."""
+    from sgam_store.managers.consolidation import consolidate, is_extracted
+
+    for tenant in (VICTIM, ATTACKER):
+        store.record_episode(tenant, "hello", source_kind="user_message", episode_id="msg:1")
+    consolidate(store, [], tenant_id=ATTACKER, episode_id="msg:1", extractor="model")
+    assert is_extracted(store, "msg:1", tenant_id=ATTACKER)
+    assert not is_extracted(store, "msg:1", tenant_id=VICTIM)

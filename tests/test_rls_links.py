@@ -143,3 +143,41 @@ def test_copy_as_the_application_role_is_refused(
     with SGAMStore.from_conn_string(str(tmp_path / "c.db")) as copied:
         assert copied.get_episode("ep-u", tenant_id=ATTACKER).content == f"{ATTACKER} said"
         assert copied.fact_at(VICTIM, "mira", "city").value == "Lima"
+
+
+def test_the_application_role_consolidates_its_tenants_signals(
+    secured: tuple[str, str, int],
+) -> None:
+    """Consolidation (weak signals held as candidates, then confirmed) runs in the named
+    tenant's scope: unscoped, the role saw not even its own episode."""
+    from sgam_store.managers.consolidation import (
+        ConsolidationConfig,
+        confirm_candidate,
+        consolidate,
+        list_candidates,
+    )
+
+    _, app, _ = secured
+    habits = ConsolidationConfig(recurrence=3, repeat_memory_types=frozenset({"habit"}))
+    held = {
+        "evidence": "as CSV please",
+        "subject": "mira",
+        "attribute": "format",
+        "current_value": None,
+        "change": "new",
+        "value": "CSV",
+        "valid_from": "2026-06-01T09:00:00Z",
+        "memory_type": "habit",
+        "confidence": 0.9,
+    }
+    with SGAMStore.from_conn_string(app) as store:
+        store.setup()
+        for episode in ("c1", "c2"):
+            text = "Export as CSV please" if episode == "c1" else "yes, CSV it is"
+            store.record_episode(VICTIM, text, source_kind="user_message", episode_id=episode)
+        result = consolidate(store, [held], tenant_id=VICTIM, episode_id="c1", config=habits)
+        (candidate,) = result.held
+        assert [c.candidate_id for c in list_candidates(store, VICTIM)] == [candidate.candidate_id]
+        assert list_candidates(store, ATTACKER) == []
+        confirm_candidate(store, candidate.candidate_id, tenant_id=VICTIM, episode_id="c2")
+        assert store.fact_at(VICTIM, "mira", "format").value == "CSV"

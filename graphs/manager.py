@@ -69,7 +69,9 @@ def pending_episodes(
     """Episodes of the user messages that no manager run has extracted yet."""
     episodes = [episode_for(store, scope, m) for m in user_messages(messages)]
     unique = {e.episode_id: e for e in episodes}
-    return [e for e in unique.values() if not is_extracted(store, e.episode_id)]
+    return [
+        e for e in unique.values() if not is_extracted(store, e.episode_id, tenant_id=e.tenant_id)
+    ]
 
 
 def extract_episode(
@@ -93,7 +95,7 @@ def extract_episode(
     mark, written with the facts, narrows this to runs that overlap in time.)
     """
     with _EPISODE_LOCKS[hash(episode.episode_id) % len(_EPISODE_LOCKS)]:
-        if is_extracted(store, episode.episode_id):
+        if is_extracted(store, episode.episode_id, tenant_id=episode.tenant_id):
             return None
         return _extract(store, scope, episode, model, schema, policy, consolidation)
 

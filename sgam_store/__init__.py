@@ -27,6 +27,7 @@ from sgam_store.core.errors import (
     InvalidFactError,
     InvalidFilterError,
     InvalidNamespaceError,
+    InvalidQueryError,
     InvalidRetentionPolicyError,
     InvalidSchemaError,
     InvalidTimestampError,
@@ -38,6 +39,7 @@ from sgam_store.core.errors import (
     StoreBusyError,
     StoreUnavailableError,
     TenantScopeError,
+    ValueTooDeepError,
     ValueTooLargeError,
 )
 from sgam_store.core.models import Change, Fact, MemoryFact, PurgeReport, SupersessionDecision
@@ -171,6 +173,7 @@ __all__ = [
     "InvalidEpisodeError",
     "InvalidFactError",
     "InvalidFilterError",
+    "InvalidQueryError",
     "InvalidNamespaceError",
     "InvalidRetentionPolicyError",
     "InvalidSchemaError",
@@ -183,5 +186,6 @@ __all__ = [
     "StoreBusyError",
     "StoreUnavailableError",
     "TenantScopeError",
+    "ValueTooDeepError",
     "ValueTooLargeError",
 ]

@@ -33,7 +33,12 @@ from langgraph.store.base import (
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
-from sgam_store.core.errors import InvalidFactError, InvalidTimestampError, ReadOnlyViewError
+from sgam_store.core.errors import (
+    InvalidFactError,
+    InvalidQueryError,
+    InvalidTimestampError,
+    ReadOnlyViewError,
+)
 from sgam_store.core.models import (
     DEFAULT_MEMORY_TYPE,
     SCHEMA_VERSION,
@@ -722,6 +727,7 @@ class SGAMStore(BaseStore):
         """The read path: cited context for the model (see `sgam_store.read.recall.recall`)."""
         from sgam_store.read.recall import recall
 
+        _check_query(question)
         with self.engine.tenant_scope(tenant_id):
             return recall(self.engine, self._search_facts, tenant_id, question, **kwargs)
 
@@ -839,6 +845,7 @@ class SGAMStore(BaseStore):
     ) -> Fact | None:
         """The fact valid at `at` (default: the current, open fact) as believed at `known_at`."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):
             return ledger.fact_at(self.engine, ns, attribute, _ts(at), _ts(known_at))
 
@@ -849,6 +856,7 @@ class SGAMStore(BaseStore):
         then the memories of other keys it superseded (a correction written as a new
         memory, see `apply_supersession`), each chain link before the fact it links to."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):
             facts = ledger.history(self.engine, ns, attribute, _ts(known_at))
             return ledger.predecessors(self.engine, facts, _ts(known_at)) + facts
@@ -867,26 +875,29 @@ class SGAMStore(BaseStore):
         restate. A "supersedes" one closes that memory where the new one starts and
         links the two (`supersedes_fact_id`); the others change no fact. `tenant_id`:
         the facts' tenant, which row security (PostgreSQL) needs to let the
-        application role see them."""
+        application role see them; every id must be that tenant's (another tenant's id
+        is not found)."""
         self._ensure_ready()
         with self._tenant_of_ids(tenant_id):
-            return supersession.apply(self.facts, new_fact_id, verdicts, decided_by)
+            return supersession.apply(self.facts, new_fact_id, verdicts, decided_by, tenant_id)
 
     def undo_supersession(self, decision_id: int, *, tenant_id: str | None = None) -> Fact:
-        """Take back a "supersedes" decision with history intact; return the restored fact."""
+        """Take back a "supersedes" decision with history intact; return the restored fact.
+        A decision of another tenant than `tenant_id` is not found."""
         self._ensure_ready()
         with self._tenant_of_ids(tenant_id):
-            return supersession.undo(self.facts, decision_id)
+            return supersession.undo(self.facts, decision_id, tenant_id)
 
     def supersession_decisions(
         self, fact: Fact | int, *, tenant_id: str | None = None
     ) -> list[SupersessionDecision]:
-        """The review decisions that name this fact, as the new memory or the old one."""
+        """The review decisions that name this fact, as the new memory or the old one. A
+        fact of another tenant than `tenant_id` (or the `Fact`'s own) is not found."""
         self._ensure_ready()
         fact_id = fact.fact_id if isinstance(fact, Fact) else fact
         tenant = fact.tenant_id if isinstance(fact, Fact) and tenant_id is None else tenant_id
         with self._tenant_of_ids(tenant):
-            return supersession.decisions_touching(self.engine, [fact_id])
+            return supersession.decisions_touching(self.engine, [fact_id], tenant)
 
     def _tenant_of_ids(self, tenant_id: str | None) -> Any:
         """A call that names facts by id runs in `tenant_id`'s scope when given, else in
@@ -902,6 +913,12 @@ class SGAMStore(BaseStore):
     ) -> list[Fact]:
         """Every believed fact, open and closed, by tenant, subject, attribute, valid_from
         (what `sgam ledger` prints); narrowed to a tenant, subject or attribute if given."""
+        if tenant_id is not None:
+            self.layout.check_tenant(tenant_id)
+        if subject is not None:
+            namespaces.check_subject(subject)
+        if attribute is not None:
+            namespaces.check_key(attribute, "attribute")
         with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
             return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
@@ -949,6 +966,7 @@ class SGAMStore(BaseStore):
         (`known_to` None) and the retired ones a correction or a close replaced, which
         `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        namespaces.check_key(attribute, "attribute")
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id):
             return changes.key_versions(self.engine, ns, attribute)
@@ -1025,6 +1043,7 @@ class SGAMStore(BaseStore):
     ) -> PurgeReport:
         """Erase an episode and the facts whose only source it was; see `erasure`.
         `dry_run` reports what would be erased and erases nothing."""
+        episodes.check_episode_id(episode_id)
         erasure = self.engine.erasure
         return self._erase(
             tenant_id,
@@ -1141,6 +1160,7 @@ def _validate(op: Op, filters: Any, layout: namespaces.Layout) -> None:
     elif isinstance(op, SearchOp):
         namespaces.check_labels(op.namespace_prefix)
         filters.check_filter(op.filter)
+        _check_query(op.query)
         _check_page(op.limit, op.offset)
     elif isinstance(op, ListNamespacesOp):
         _check_page(op.limit, op.offset)
@@ -1148,6 +1168,13 @@ def _validate(op: Op, filters: Any, layout: namespaces.Layout) -> None:
             namespaces.check_labels(condition.path, allow_wildcard=True)
     else:
         raise TypeError(f"unknown op {type(op).__name__}")
+
+
+def _check_query(query: str | None) -> None:
+    """A query with NUL is refused on every engine alike: PostgreSQL's text cannot hold
+    it (a raw driver error there), so SQLite must not answer it either."""
+    if query is not None and "\x00" in query:
+        raise InvalidQueryError(f"a search query must not contain NUL, got {query!r}")
 
 
 def _check_page(limit: int, offset: int) -> None:

@@ -98,7 +98,7 @@ def _fill(store: SGAMStore) -> None:
         c.mark_promoted(cur, ids[1], fact, "recurrence", day)
         c.link_sources(cur, ids[1], fact, "acme-e1")
         c.expire_due(cur, "2025-01-01T00:00:00.000000Z", "acme")
-        c.mark_extracted(cur, "acme-e1", "test", day)
+        c.mark_extracted(cur, "acme", "acme-e1", "test", day)
         others = engine.erasure.facts_of(cur, "acme", "prefs")
         for old in others[:2]:
             engine.supersession.record(
@@ -182,8 +182,8 @@ CASES: list[tuple[Any, ...]] = [
     ("candidates", "listing", ("acme", None, "mira", "pet"), "candidates"),
     ("candidates", "support_of", (1,)),
     ("candidates", "support_payload", (2, "B-ep")),
-    ("candidates", "is_extracted", ("acme-e1",)),
-    ("candidates", "is_extracted", ("zeta-e1",), "none"),
+    ("candidates", "is_extracted", ("acme", "acme-e1")),
+    ("candidates", "is_extracted", (None, "zeta-e1"), "none"),
     ("retention", "fact_policies", ()),
     ("retention", "episode_classes", ()),
     ("retention", "episodes_due", ("short", FAR)),
@@ -218,8 +218,8 @@ CASES: list[tuple[Any, ...]] = [
     ("versions", "expired", (FAR,)),
     ("versions", "expired", (EPOCH,), "none"),
     ("versions", "latest_of", (Nth(1),)),
-    ("episodes", "exists", ("acme-e1",)),
-    ("episodes", "exists", ("nobody",), "none"),
+    ("episodes", "exists", ("acme", "acme-e1")),
+    ("episodes", "exists", ("acme", "nobody"), "none"),
     ("episodes", "by_id", ("acme-e1",)),
     ("episodes", "by_id", ("acme-e1", "zeta"), "none"),
     ("episodes", "fact_source", (Nth(7),)),
@@ -227,7 +227,7 @@ CASES: list[tuple[Any, ...]] = [
     ("supersession", "queued", ("zeta", 2), "keyed"),
     ("erasure", "facts_of", ("acme",), "ids"),
     ("erasure", "episodes_of", ("acme",), "set"),
-    ("erasure", "other_sources", (Nth(7), "acme-e1")),
+    ("erasure", "other_sources", ("acme", Nth(7), "acme-e1")),
     ("erasure", "linked", ("acme", "acme-e1"), "ids"),
     ("erasure", "linked", ("zeta", "acme-e1"), "none"),
     ("supersession", "by_id", (1,), "decision"),

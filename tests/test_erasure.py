@@ -203,7 +203,7 @@ def test_purge_episode_keeps_facts_that_have_another_source(store: SGAMStore) ->
         MemoryFact(tenant_id="acme", subject="mira", attribute="city", value="Lima",
                    valid_from="2026-06-01T00:00:00Z", source_episode_id="e1")
     )  # fmt: skip
-    store.conn.execute("INSERT INTO fact_sources VALUES (?, 'e2')", (both.fact_id,))
+    store.conn.execute("INSERT INTO fact_sources VALUES (?, 'e2', 'acme')", (both.fact_id,))
     only_e2 = store.replace_fact(
         MemoryFact(tenant_id="acme", subject="mira", attribute="pet", value="cat",
                    valid_from="2026-06-01T00:00:00Z", source_episode_id="e2")
@@ -216,7 +216,9 @@ def test_purge_episode_keeps_facts_that_have_another_source(store: SGAMStore) ->
     assert store.fact_at("acme", "mira", "passport_deadline") is None
     assert store.fact_at("acme", "mira", "city").source_episode_id == "e2"
     assert store.fact_at("acme", "mira", "pet").fact_id == only_e2.fact_id
-    assert store.conn.execute("SELECT * FROM fact_sources").fetchall() == [(both.fact_id, "e2")]
+    assert store.conn.execute("SELECT * FROM fact_sources").fetchall() == [
+        (both.fact_id, "e2", "acme")
+    ]
 
     assert store.purge_episode("acme", "e2").fact_ids == sorted([both.fact_id, only_e2.fact_id])
     assert store.conn.execute("SELECT COUNT(*) FROM fact_sources").fetchone() == (0,)

@@ -47,9 +47,11 @@ PUBLIC = {
     "EpisodeNotFoundError", "ExtensionLoadError", "FactNotFoundError", "ForeignDatabaseError",
     "ConfigurationError",
     "InvalidCandidateError", "InvalidEpisodeError", "InvalidFactError", "InvalidFilterError",
+    "InvalidQueryError",
     "InvalidNamespaceError", "InvalidRetentionPolicyError", "InvalidSchemaError",
     "InvalidTimestampError", "ReadOnlyViewError", "SchemaTransformError", "SchemaVersionError",
     "StoreBusyError", "StoreUnavailableError", "TenantScopeError", "ValueTooLargeError",
+    "ValueTooDeepError",
 }  # fmt: skip
 HARNESS = {"Answer", "DescriptionMemory", "Scenario", "Turn", "compare_modes", "generate",
            "load_scenario", "replay", "tally"}  # fmt: skip

@@ -18,6 +18,7 @@ from langmem import create_manage_memory_tool, create_memory_store_manager
 from sgam_store import (
     ConfigurationError,
     ConflictError,
+    FactNotFoundError,
     InvalidFactError,
     SGAMStore,
     Verdict,
@@ -377,7 +378,7 @@ def test_bad_verdicts_are_typed_errors_and_write_nothing(mem: SGAMStore) -> None
     bob = mem.fact_at("bob", "memories", "b1")
     with pytest.raises(InvalidFactError, match="decision"):
         mem.apply_supersession(new.fact_id, [Verdict(old.fact_id, "retire", "?")], decided_by="t")
-    with pytest.raises(InvalidFactError, match="tenant"):
+    with pytest.raises(FactNotFoundError, match="tenant"):  # another tenant's: not found
         mem.apply_supersession(
             new.fact_id, [Verdict(bob.fact_id, "supersedes", "?")], decided_by="t"
         )

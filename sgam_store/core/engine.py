@@ -152,15 +152,15 @@ TRANSFER_COLUMNS: dict[str, str] = {
     "facts": ", ".join(FactRow._fields),
     "episodes": "episode_id, tenant_id, thread_id, source_kind, speaker, content, metadata, "
     "occurred_at, recorded_at, retention_class",
-    "fact_sources": "fact_id, episode_id",
+    "fact_sources": "fact_id, episode_id, tenant_id",
     "ended_sessions": "tenant_id, thread_id, ended_at",
     "backfill_log": "fact_id, old_row_id, new_row_id, from_version, to_version, transforms, "
-    "backfilled_at",
+    "backfilled_at, tenant_id",
     "memory_candidates": "candidate_id, tenant_id, subject, attribute, value, similarity_key, "
     "memory_type, reason, status, first_seen_at, last_seen_at, expires_at, promoted_fact_id, "
     "promoted_by, promoted_at",
-    "candidate_support": "candidate_id, episode_id, payload, confidence, recorded_at",
-    "episode_extractions": "episode_id, extracted_at, extractor",
+    "candidate_support": "candidate_id, episode_id, payload, confidence, recorded_at, tenant_id",
+    "episode_extractions": "episode_id, extracted_at, extractor, tenant_id",
     "supersession_queue": "fact_id, tenant_id, queued_at",
     "supersession_decisions": "decision_id, tenant_id, new_fact_id, old_fact_id, decision, "
     "score, reason, evidence, decided_by, decided_at, undone_at",

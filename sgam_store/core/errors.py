@@ -75,8 +75,16 @@ class InvalidFactError(SGAMError, ValueError):
     """A fact or candidate is malformed (bad subject, attribute or value)."""
 
 
+class ValueTooDeepError(InvalidFactError):
+    """A value nests lists and objects deeper than the store keeps (`MAX_VALUE_DEPTH`)."""
+
+
 class InvalidFilterError(SGAMError, ValueError):
     """A search filter used an unknown operator or an unsafe key."""
+
+
+class InvalidQueryError(SGAMError, ValueError):
+    """A search query or recall question that no engine can run (e.g. it holds NUL)."""
 
 
 class DimensionMismatchError(SGAMError, ValueError):

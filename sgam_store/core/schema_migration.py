@@ -24,6 +24,8 @@ like a codec registry: register at import time of the module that defines the sh
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -143,13 +145,35 @@ def is_scalar(was_scalar: bool, value: dict[str, Any]) -> bool:
     return was_scalar and set(value) == {"value"}
 
 
+_DEEPER = threading.Lock()
+# SQLite's json_valid refuses JSON nested past 1000 levels, so no stored value is deeper.
+_STORED_DEPTH = 1000
+
+
+def loads_deep(text: str) -> Any:
+    """A stored value's JSON, however deep it was written before writes were capped
+    (`ledger.MAX_VALUE_DEPTH`): json's decoder counts its levels against Python's
+    recursion limit, so one value near it failed every read of its tenant that came
+    from deep in a call. Such a value is decoded again with room for its levels."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        with _DEEPER:
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(limit + _STORED_DEPTH)
+            try:
+                return json.loads(text)
+            finally:
+                sys.setrecursionlimit(limit)
+
+
 def present(row: Mapping[str, Any]) -> tuple[dict[str, Any], int, bool]:
     """(item-form value, schema_version, scalar) of a stored row as readers see it.
 
     The dual-read hook of `ledger.row_to_fact` and `search.to_item`: believed rows in
     the newest registered shape, retired rows exactly as stored.
     """
-    value = json.loads(row["value"])
+    value = loads_deep(row["value"])
     version, scalar = row["schema_version"], bool(row["scalar"])
     if row["known_to"] is not None or not REGISTRY:
         return value, version, scalar

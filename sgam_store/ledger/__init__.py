@@ -32,6 +32,7 @@ from sgam_store.core.errors import (
     ConflictError,
     InvalidFactError,
     KeptExistingError,
+    ValueTooDeepError,
     ValueTooLargeError,
 )
 from sgam_store.core.models import Fact, FactDraft, FactRow, MemoryFact
@@ -42,6 +43,14 @@ T = TypeVar("T")
 
 
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
+# Lists and objects nest at most this deep in a value (docs/write-path.md, "What a value may
+# be"). Agents' values are a few levels deep (LangMem's {"content": ...} is 1, a profile
+# with lists of objects 3-4); a thousand levels made every reader that walks a value
+# recursively fail (json's decoder near Python's recursion limit, the inspector's
+# pages), and SQLite's json_valid refuses past 1000. 100 leaves any real value far
+# inside, and every reader far from a limit.
+MAX_VALUE_DEPTH = 100
+_CONTAINERS = (dict, list, tuple)
 # `json.dumps` with any option builds a new encoder per call (~1 us of a put): one,
 # reused, gives the same text (it holds no state between calls).
 _VALUE_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
@@ -142,6 +151,7 @@ def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[
     """JSON for a value in item form: objects as-is, scalars wrapped as {"value": x}."""
     scalar = not isinstance(value, dict)
     body = {"value": value} if scalar else value
+    _check_depth(value)
     try:
         text = _VALUE_JSON.encode(body)
         size = len(text.encode())  # a lone surrogate fails here: SQLite text is UTF-8
@@ -151,6 +161,24 @@ def encode_value(value: Any, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[
     if size > max_bytes:
         raise ValueTooLargeError(f"value is {size} bytes; the limit is {max_bytes}")
     return text, int(scalar)
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse a value nested deeper than MAX_VALUE_DEPTH, walked without recursion (the
+    check itself must not hit the limit it guards against); a scalar is depth 0."""
+    level, layer = 0, [value] if isinstance(value, _CONTAINERS) else []
+    while layer:
+        level += 1
+        if level > MAX_VALUE_DEPTH:
+            raise ValueTooDeepError(
+                f"value nests lists and objects more than {MAX_VALUE_DEPTH} levels deep"
+            )
+        layer = [
+            child
+            for node in layer
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, _CONTAINERS)
+        ]
 
 
 def row_to_fact(row: Sequence[Any]) -> Fact:

@@ -7,7 +7,10 @@ the message text and its speaker. Ids that start with "external:", "thread:" or
 recorded episode may take such an id, so the two never collide.
 
 Episodes are immutable: recording an id twice is an error, not an update, because
-facts already point at the first text.
+facts already point at the first text. Ids are per tenant: the same id in two tenants
+is two episodes, and a fact's source is looked up in the fact's own tenant only, so
+provenance never points across tenants and recording an id tells nothing about what
+another tenant recorded.
 """
 
 from __future__ import annotations
@@ -51,8 +54,7 @@ class Episode(BaseModel):
     @field_validator("episode_id")
     @classmethod
     def _episode_id(cls, v: str) -> str:
-        if not v or "\x00" in v:
-            raise InvalidEpisodeError("episode_id must be a non-empty string without NUL")
+        check_episode_id(v)
         if is_external(v):
             raise InvalidEpisodeError(
                 f"episode_id {v!r} starts with a reserved external marker {EXTERNAL_PREFIXES}"
@@ -103,6 +105,16 @@ class ExternalSource(BaseModel):
     ref: str = Field(description="The part after the marker: a thread id, run id or label.")
 
 
+def check_episode_id(episode_id: object) -> str:
+    """An episode id is non-empty text without NUL (which PostgreSQL cannot hold): one
+    that names nothing storable is refused alike on every engine, never sent to SQL."""
+    if not isinstance(episode_id, str) or not episode_id or "\x00" in episode_id:
+        raise InvalidEpisodeError(
+            f"episode_id must be a non-empty string without NUL, got {episode_id!r}"
+        )
+    return episode_id
+
+
 def is_external(source_id: str) -> bool:
     return source_id.startswith(EXTERNAL_PREFIXES)
 
@@ -119,7 +131,7 @@ def external_source(source_id: str) -> ExternalSource:
 
 def insert(engine: Any, cur: Any, episode: Episode) -> None:
     """Insert inside a write transaction; an existing id is refused (episodes are immutable)."""
-    if engine.episodes.exists(cur, episode.episode_id):
+    if engine.episodes.exists(cur, episode.tenant_id, episode.episode_id):
         raise InvalidEpisodeError(
             f"episode {episode.episode_id!r} is already recorded; episodes are immutable"
         )
@@ -187,6 +199,7 @@ def record_episode(
 
 
 def get_episode(engine: Any, episode_id: str, *, tenant_id: str | None = None) -> Episode | None:
+    check_episode_id(episode_id)
     with engine.reading() as conn:
         return load(engine, conn, episode_id, tenant_id)
 

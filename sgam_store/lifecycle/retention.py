@@ -127,7 +127,9 @@ def _expire_facts(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> lis
     return [row.fact_id for row in due]
 
 
-def _expired_episodes(tx: ledger.Tx, policy: str, after: timedelta, now: str) -> list[str]:
+def _expired_episodes(
+    tx: ledger.Tx, policy: str, after: timedelta, now: str
+) -> list[tuple[str, str]]:
     cutoff = _cutoff(now, after)
     if cutoff is None:
         return []
@@ -136,8 +138,9 @@ def _expired_episodes(tx: ledger.Tx, policy: str, after: timedelta, now: str) ->
 
 def _session_data(
     tx: ledger.Tx, tenant_id: str | None = None, thread_id: str | None = None
-) -> tuple[list[int], list[str]]:
-    """(fact_ids, episode_ids) that are session_only and recorded before their thread ended."""
+) -> tuple[list[int], list[tuple[str, str]]]:
+    """(fact_ids, (tenant_id, episode_id)s) that are session_only and recorded before their
+    thread ended."""
     statements = tx.engine.retention
     facts = statements.ended_session_facts(tx.cur, SESSION_ONLY, tenant_id, thread_id)
     episodes = statements.ended_session_episodes(tx.cur, SESSION_ONLY, tenant_id, thread_id)
@@ -151,7 +154,7 @@ def run_retention(tx: ledger.Tx, now: str) -> RetentionReport:
     for text, policy in _policies(statements.fact_policies(tx.cur), "facts", report):
         if policy.after is not None:  # expire_after
             report.expired_fact_ids += _expire_facts(tx, text, policy.after, now)
-    expired: list[str] = []
+    expired: list[tuple[str, str]] = []
     for text, policy in _policies(statements.episode_classes(tx.cur), "episodes", report):
         if policy.after is not None:  # expire_after
             expired += _expired_episodes(tx, text, policy.after, now)

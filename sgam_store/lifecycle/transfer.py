@@ -22,9 +22,18 @@ def vector_dims(engine: Any) -> int | None:
 
 
 def copy_store(source: Any, target: Any) -> dict[str, int]:
-    """Copy everything from `source` into the empty `target`; rows copied per table."""
+    """Copy everything from `source` into the empty `target`; rows copied per table.
+
+    A copy reads and writes every tenant's rows: it runs in the all-tenant scope on both
+    sides, which an application role under row security may not take (TenantScopeError),
+    rather than copy the nothing such a role sees and call it done."""
     source.ensure_ready()
     target.ensure_ready()
+    with source.tenant_scope(None), target.tenant_scope(None):
+        return _copy(source, target)
+
+
+def _copy(source: Any, target: Any) -> dict[str, int]:
     if target.layout != source.layout:
         raise ConfigurationError(
             f"the source places the tenant at namespace label {source.layout.tenant_at}, the "

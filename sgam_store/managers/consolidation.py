@@ -28,11 +28,13 @@ Weak evidence of the value that already holds is no news: it is dropped as `no_c
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
@@ -46,6 +48,8 @@ from sgam_store.write.schemas import MemorySchema, admit
 
 if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 Status = Literal["pending", "promoted", "expired"]
 PromotedBy = Literal["recurrence", "confirmation", "statement"]
@@ -168,6 +172,20 @@ class _Held:
     promote: PromotedBy | None
 
 
+def _in_tenant_scope(fn: _F) -> _F:
+    """Run `fn` in the scope of its `tenant_id` keyword: on a row-secured PostgreSQL
+    database the application role then reads and writes that tenant's candidates,
+    episodes and facts (unscoped, it saw none: its own episode was "not recorded")."""
+
+    @functools.wraps(fn)
+    def scoped(store: SGAMStore, *args: Any, **kwargs: Any) -> Any:
+        with store.engine.tenant_scope(kwargs["tenant_id"]):
+            return fn(store, *args, **kwargs)
+
+    return scoped  # type: ignore[return-value]
+
+
+@_in_tenant_scope
 def consolidate(
     store: SGAMStore,
     updates: Iterable[MemoryUpdate | dict[str, Any]],
@@ -228,7 +246,7 @@ def consolidate(
                 _promote(tx, candidate_id, fact, "confirmation" if confirmed else "statement")
                 touched.append(candidate_id)
         if extractor is not None:
-            mark_extracted(tx, episode_id, extractor)
+            mark_extracted(tx, tenant_id, episode_id, extractor)
 
     result = service.apply_updates(
         store.facts,
@@ -357,6 +375,7 @@ def _pending_matching(tx: ledger.Tx, fact: Fact) -> list[int]:
     )
 
 
+@_in_tenant_scope
 def confirm_candidate(
     store: SGAMStore,
     candidate_id: int,
@@ -422,9 +441,10 @@ def list_candidates(
     attribute: str | None = None,
 ) -> list[Candidate]:
     """The tenant's candidates (pending by default; `status=None` for all), with support."""
-    with store.engine.reading() as conn:
-        rows = store.engine.candidates.listing(conn, tenant_id, status, subject, attribute)
-    return _with_support(store, rows)
+    with store.engine.tenant_scope(tenant_id):
+        with store.engine.reading() as conn:
+            rows = store.engine.candidates.listing(conn, tenant_id, status, subject, attribute)
+        return _with_support(store, rows)
 
 
 def sweep_candidates(
@@ -436,18 +456,23 @@ def sweep_candidates(
     def body(tx: ledger.Tx) -> int:
         return tx.engine.candidates.expire_due(tx.cur, at or tx.now, tenant_id)
 
-    return store.facts.run(body)
+    with store.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
+        return store.facts.run(body)
 
 
-def mark_extracted(tx: ledger.Tx, episode_id: str, extractor: str) -> None:
-    """Mark the episode extracted by `extractor`, inside the transaction that applies it."""
-    tx.engine.candidates.mark_extracted(tx.cur, episode_id, extractor, tx.now)
+def mark_extracted(tx: ledger.Tx, tenant_id: str, episode_id: str, extractor: str) -> None:
+    """Mark the tenant's episode extracted by `extractor`, inside the transaction that
+    applies it."""
+    tx.engine.candidates.mark_extracted(tx.cur, tenant_id, episode_id, extractor, tx.now)
 
 
-def is_extracted(store: SGAMStore, episode_id: str) -> bool:
-    """True once a background manager has consolidated this episode's extraction."""
-    with store.engine.reading() as conn:
-        return store.engine.candidates.is_extracted(conn, episode_id)
+def is_extracted(store: SGAMStore, episode_id: str, *, tenant_id: str | None = None) -> bool:
+    """True once a background manager has consolidated this episode's extraction: the
+    tenant's episode of that id (episode ids are per tenant); without `tenant_id`, any
+    tenant's, in the scope it was called from."""
+    scope = nullcontext() if tenant_id is None else store.engine.tenant_scope(tenant_id)
+    with scope, store.engine.reading() as conn:
+        return store.engine.candidates.is_extracted(conn, tenant_id, episode_id)
 
 
 def _load(store: SGAMStore, candidate_ids: Sequence[int]) -> list[Candidate]:

@@ -58,6 +58,9 @@ BATCH = 50  # queued memories reviewed per run
 ALONE = "no other memory in its namespace"  # none current that began before it
 NOT_CURRENT = "no longer current"
 BELOW_CUTOFF = "nothing scored above the cut-off"
+# Every candidate was restored by a person's undo after the memory was written: that
+# person decided the two stand side by side, and no model reviews them again.
+KEPT_BY_PERSON = "its candidates were kept by a person's undo"
 # Another run (a second replica, another thread) applied its review first: this run's
 # verdicts name memories that are no longer current, and the rule refuses them.
 REVIEWED_ELSEWHERE = "reviewed by another run meanwhile"
@@ -155,6 +158,24 @@ def _nominate(
     store: SGAMStore, new: Fact, limit: int = CANDIDATES, min_score: float = MIN_SCORE
 ) -> tuple[list[Candidate], str]:
     """`likely_predecessors`, and the dismissal reason should there be none."""
+    found, reason = _likely(store, new, limit, min_score)
+    open_to_review = [c for c in found if not _kept_by_person(c.fact, new)]
+    return open_to_review, reason if len(open_to_review) == len(found) else KEPT_BY_PERSON
+
+
+def _kept_by_person(old: Fact, new: Fact) -> bool:
+    """Whether a person's undo restored `old` (`decided_by` "undo:<id>") after `new` was
+    written: that person saw both and decided the old one stands, so neither the review
+    page nor `resolve_supersessions` offers it against `new` again. Memories written
+    after the undo may still be reviewed against it."""
+    return (old.decided_by or "").startswith("undo:") and old.recorded_at >= new.recorded_at
+
+
+def _likely(
+    store: SGAMStore, new: Fact, limit: int, min_score: float
+) -> tuple[list[Candidate], str]:
+    """Every memory of the new one's namespace that began before it (a small namespace),
+    or the closest by search; and the dismissal reason should there be none."""
     members = _namespace_members(store, new)
     if members is not None:
         earlier = [f for f in members if _precedes(f, new)]

@@ -37,9 +37,18 @@ def cite(fact: Fact, label: str = "") -> str:
     until = fact.valid_to.isoformat() if fact.valid_to else "now"
     prefix = f"{label} " if label else ""
     return (
-        f"- {prefix}{key} = {fact.value!r} (valid {fact.valid_from.isoformat()} → {until}) "
+        f"- {prefix}{key} = {_shown(fact.value)} (valid {fact.valid_from.isoformat()} → {until}) "
         f"[source: {fact.source_episode_id}; fact {fact.fact_id}]"
     )
+
+
+def _shown(value: object) -> str:
+    """The value as the model reads it; one stored deeper than Python's repr can walk
+    (written before `ledger.MAX_VALUE_DEPTH`) is named, so the rest of the context stands."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return "<a value nested too deep to show>"
 
 
 # A ranked search of facts within a scope: (scope, query, limit) -> facts, best first.

@@ -45,23 +45,28 @@ def queue_new_keys(tx: ledger.Tx, facts: Sequence[tuple[int, str]]) -> None:
 
 
 def apply(
-    facts: FactWriter, new_fact_id: int, verdicts: Sequence[Verdict], decided_by: str
+    facts: FactWriter,
+    new_fact_id: int,
+    verdicts: Sequence[Verdict],
+    decided_by: str,
+    tenant_id: str | None = None,
 ) -> list[SupersessionDecision]:
     """Record each verdict on the new memory and apply the "supersedes" ones, in one
     transaction; the memory leaves the review queue. A verdict about a memory that is
     no longer current, or that does not start before the new one, is refused whole
-    (ConflictError): its premise no longer holds."""
+    (ConflictError): its premise no longer holds. Every id must be a fact of `tenant_id`
+    (when given) and of the new memory's tenant: another tenant's id is not found."""
     for v in verdicts:
         if v.decision not in DECISIONS:
             raise InvalidFactError(f"decision must be one of {DECISIONS}, got {v.decision!r}")
 
     def body(tx: ledger.Tx) -> list[int]:
-        new = _open_row(tx, new_fact_id)
+        new = _open_row(tx, new_fact_id, tenant_id)
         ids = []
         for v in verdicts:
-            old = _open_row(tx, v.old_fact_id)
-            if old.tenant_id != new.tenant_id or old.fact_id == new.fact_id:
-                raise InvalidFactError("a memory can only supersede another of its tenant")
+            old = _open_row(tx, v.old_fact_id, new.tenant_id)
+            if old.fact_id == new.fact_id:
+                raise InvalidFactError("a memory cannot supersede itself")
             if v.decision == "supersedes":
                 if old.valid_from >= new.valid_from:
                     raise ConflictError(
@@ -89,13 +94,14 @@ def dismiss(facts: FactWriter, fact_ids: Sequence[int]) -> None:
         facts.run(lambda tx: tx.engine.supersession.dequeue(tx.cur, list(fact_ids)))
 
 
-def undo(facts: FactWriter, decision_id: int) -> Fact:
+def undo(facts: FactWriter, decision_id: int, tenant_id: str | None = None) -> Fact:
     """Take back a "supersedes" decision: the old memory's value becomes current again
     from the instant it was closed at, the new memory no longer names it, and the
     decision is marked undone. Nothing is erased; `known_at` reads still show the
     wrong belief for the time it was held. The restored fact keeps its first source
-    (who said it); `decided_by` names the undone decision. Returns the restored fact."""
-    found = decision(facts.engine, decision_id)
+    (who said it); `decided_by` names the undone decision. Returns the restored fact.
+    Another tenant's decision than `tenant_id`'s (when given) is not found."""
+    found = decision(facts.engine, decision_id, tenant_id)
     if found.decision != "supersedes" or found.undone_at is not None:
         raise ConflictError(f"decision {decision_id} closed nothing, or was undone already")
 
@@ -118,35 +124,61 @@ def undo(facts: FactWriter, decision_id: int) -> Fact:
         return ledger.row_to_fact(facts.engine.versions.by_row_id(conn, row_id))
 
 
-def decision(engine: Any, decision_id: int) -> SupersessionDecision:
+def decision(engine: Any, decision_id: int, tenant_id: str | None = None) -> SupersessionDecision:
+    """The decision, which must be `tenant_id`'s when given: another tenant's decision is
+    not found, exactly as one that does not exist (nothing tells the two apart)."""
     with engine.reading() as conn:
         row = engine.supersession.by_id(conn, decision_id)
-    if row is None:
-        raise FactNotFoundError(f"no supersession decision {decision_id}")
-    return SupersessionDecision.from_row(row)
+    found = None if row is None else SupersessionDecision.from_row(row)
+    if found is None or (tenant_id is not None and found.tenant_id != tenant_id):
+        raise FactNotFoundError(f"no supersession decision {decision_id}{_of(tenant_id)}")
+    return found
 
 
-def decisions_touching(engine: Any, fact_ids: Sequence[int]) -> list[SupersessionDecision]:
+def decisions_touching(
+    engine: Any, fact_ids: Sequence[int], tenant_id: str | None = None
+) -> list[SupersessionDecision]:
+    """The decisions naming these facts. With `tenant_id`, each id must be a fact of that
+    tenant (another tenant's is not found, as who_said has it) and only its decisions
+    come back."""
     with engine.reading() as conn:
+        if tenant_id is not None:
+            for fact_id in fact_ids:
+                owner = engine.episodes.fact_source(conn, fact_id)
+                if owner is None or owner[0] != tenant_id:
+                    raise FactNotFoundError(f"no fact {fact_id}{_of(tenant_id)}")
         rows = engine.supersession.touching(conn, list(fact_ids))
-    return [SupersessionDecision.from_row(r) for r in rows]
+    found = [SupersessionDecision.from_row(r) for r in rows]
+    return [d for d in found if tenant_id is None or d.tenant_id == tenant_id]
+
+
+def _of(tenant_id: str | None) -> str:
+    return "" if tenant_id is None else f" for tenant {tenant_id!r}"
 
 
 @overload
-def _open_row(tx: ledger.Tx, fact_id: int) -> FactRow: ...
+def _open_row(tx: ledger.Tx, fact_id: int, tenant_id: str | None = None) -> FactRow: ...
 @overload
-def _open_row(tx: ledger.Tx, fact_id: int, *, missing_ok: bool) -> FactRow | None: ...
-def _open_row(tx: ledger.Tx, fact_id: int, *, missing_ok: bool = False) -> FactRow | None:
+def _open_row(
+    tx: ledger.Tx, fact_id: int, tenant_id: str | None = None, *, missing_ok: bool
+) -> FactRow | None: ...
+def _open_row(
+    tx: ledger.Tx, fact_id: int, tenant_id: str | None = None, *, missing_ok: bool = False
+) -> FactRow | None:
     """A fact's current version, looked up (and on PostgreSQL locked) by its key; one
-    that is gone or no longer current raises, or with `missing_ok` is None."""
+    that is gone or no longer current raises, or with `missing_ok` is None. A fact of
+    another tenant than `tenant_id` (when given) is gone: not found, whether current
+    or not, so its state is never told."""
     latest = tx.engine.versions.latest_of(tx.cur, fact_id)
+    if latest is not None and tenant_id is not None and latest.tenant_id != tenant_id:
+        latest = None
     row = latest and tx.versions.open_version(tx.cur, latest.namespace, latest.attribute)
     if row is not None and row.fact_id == fact_id:
         return row
     if missing_ok:
         return None
     if latest is None:
-        raise FactNotFoundError(f"no fact {fact_id}")
+        raise FactNotFoundError(f"no fact {fact_id}{_of(tenant_id)}")
     raise ConflictError(f"fact {fact_id} is no longer current")
 
 

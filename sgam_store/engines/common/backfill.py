@@ -62,11 +62,15 @@ def log_rewrite(
     transforms: str,
     at: str,
 ) -> None:
-    """Audit one rewrite in backfill_log (versions and transform names, never values)."""
+    """Audit one rewrite in backfill_log (versions and transform names, never values),
+    under the rewritten fact's tenant."""
     cur.execute(
         d.sql(
             "INSERT INTO backfill_log (fact_id, old_row_id, new_row_id, from_version, "
-            "to_version, transforms, backfilled_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            "to_version, transforms, backfilled_at, tenant_id) "
+            f"SELECT {d.typed('bigint')}, row_id, {d.typed('bigint')}, "
+            f"{d.typed('integer')}, {d.typed('integer')}, ?, {d.typed('timestamptz')}, tenant_id "
+            "FROM facts WHERE row_id = ?"
         ),
-        (fact_id, old_row_id, new_row_id, from_version, to_version, transforms, at),
+        (fact_id, new_row_id, from_version, to_version, transforms, at, old_row_id),
     )

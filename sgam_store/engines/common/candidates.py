@@ -158,14 +158,16 @@ def add_support(
     confidence: float | None,
     now: str,
 ) -> None:
-    """Link an episode (its candidate as JSON text); the same episode twice is one piece of
-    evidence, not two."""
+    """Link an episode of the candidate's tenant (its candidate as JSON text); the same
+    episode twice is one piece of evidence, not two."""
     cur.execute(
         d.sql(
             "INSERT INTO candidate_support (candidate_id, episode_id, payload, confidence, "
-            "recorded_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+            f"recorded_at, tenant_id) SELECT {d.typed('bigint')}, ?, ?, "
+            f"{d.typed('double precision')}, {d.typed('timestamptz')}, tenant_id "
+            "FROM memory_candidates WHERE candidate_id = ? ON CONFLICT DO NOTHING"
         ),
-        (candidate_id, episode_id, payload, confidence, now),
+        (candidate_id, episode_id, payload, confidence, now, candidate_id),
     )
 
 
@@ -198,8 +200,9 @@ def link_sources(
     """Every supporting episode but the fact's own source becomes a source of `fact_id`."""
     cur.execute(
         d.sql(
-            f"INSERT INTO fact_sources (fact_id, episode_id) SELECT {d.typed('bigint')}, "
-            "episode_id FROM candidate_support WHERE candidate_id = ? AND episode_id != ? "
+            "INSERT INTO fact_sources (fact_id, episode_id, tenant_id) "
+            f"SELECT {d.typed('bigint')}, episode_id, tenant_id "
+            "FROM candidate_support WHERE candidate_id = ? AND episode_id != ? "
             "ON CONFLICT DO NOTHING"
         ),
         (fact_id, candidate_id, source_episode_id),
@@ -209,21 +212,25 @@ def link_sources(
 # ---------------------------------------------------------------- extraction marks
 
 
-def mark_extracted(d: Dialect, cur: Any, episode_id: str, extractor: str, now: str) -> None:
-    """Record that `extractor` extracted the episode at `now` (a rerun moves the mark)."""
+def mark_extracted(
+    d: Dialect, cur: Any, tenant_id: str, episode_id: str, extractor: str, now: str
+) -> None:
+    """Record that `extractor` extracted the tenant's episode at `now` (a rerun moves the
+    mark)."""
     cur.execute(
         d.sql(
-            "INSERT INTO episode_extractions (episode_id, extracted_at, extractor) "
-            "VALUES (?, ?, ?) ON CONFLICT (episode_id) DO UPDATE SET "
+            "INSERT INTO episode_extractions (tenant_id, episode_id, extracted_at, extractor) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, episode_id) DO UPDATE SET "
             "extracted_at = excluded.extracted_at, extractor = excluded.extractor"
         ),
-        (episode_id, now, extractor),
+        (tenant_id, episode_id, now, extractor),
     )
 
 
-def is_extracted(d: Dialect, cur: Any, episode_id: str) -> bool:
-    """True once the episode has an extraction mark."""
-    row = cur.execute(
-        d.sql("SELECT 1 FROM episode_extractions WHERE episode_id = ?"), (episode_id,)
-    ).fetchone()
-    return row is not None
+def is_extracted(d: Dialect, cur: Any, tenant_id: str | None, episode_id: str) -> bool:
+    """True once the tenant's episode (None: any tenant's of that id) has an extraction
+    mark."""
+    sql, params = "SELECT 1 FROM episode_extractions WHERE episode_id = ?", [episode_id]
+    if tenant_id is not None:
+        sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
+    return cur.execute(d.sql(sql), params).fetchone() is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.core.errors import InvalidEpisodeError
 from sgam_store.engines.common.dialect import Dialect
 
 COLUMNS = (
@@ -18,10 +19,11 @@ COLUMNS = (
 )
 
 
-def exists(d: Dialect, cur: Any, episode_id: str) -> bool:
-    """True when an episode with this id is recorded (for any tenant)."""
-    sql = d.sql("SELECT 1 FROM episodes WHERE episode_id = ?")
-    return cur.execute(sql, (episode_id,)).fetchone() is not None
+def exists(d: Dialect, cur: Any, tenant_id: str, episode_id: str) -> bool:
+    """True when the tenant has recorded an episode with this id (ids are per tenant:
+    another tenant's episode of the same id is another episode)."""
+    sql = d.sql("SELECT 1 FROM episodes WHERE tenant_id = ? AND episode_id = ?")
+    return cur.execute(sql, (tenant_id, episode_id)).fetchone() is not None
 
 
 def insert(d: Dialect, cur: Any, row: tuple[Any, ...]) -> None:
@@ -32,11 +34,18 @@ def insert(d: Dialect, cur: Any, row: tuple[Any, ...]) -> None:
 def by_id(
     d: Dialect, cur: Any, episode_id: str, tenant_id: str | None = None
 ) -> tuple[Any, ...] | None:
-    """The episode's row in `COLUMNS` order, or None; with `tenant_id`, only that tenant's."""
+    """The episode's row in `COLUMNS` order, or None; with `tenant_id`, that tenant's.
+    Without, the one episode of that id: when several tenants recorded the id, which
+    is meant cannot be guessed (InvalidEpisodeError)."""
     sql, params = f"SELECT {COLUMNS} FROM episodes WHERE episode_id = ?", [episode_id]
     if tenant_id is not None:
         sql, params = sql + " AND tenant_id = ?", [*params, tenant_id]
-    return cur.execute(d.sql(sql), params).fetchone()
+    rows = cur.execute(d.sql(sql + " LIMIT 2"), params).fetchall()
+    if len(rows) > 1:
+        raise InvalidEpisodeError(
+            f"episode id {episode_id!r} is recorded by several tenants: name its tenant_id"
+        )
+    return rows[0] if rows else None
 
 
 def fact_source(d: Dialect, cur: Any, fact_id: int) -> tuple[str, str] | None:

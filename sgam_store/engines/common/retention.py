@@ -31,13 +31,17 @@ def episode_classes(d: Dialect, cur: Any) -> list[tuple[str, int]]:
     return _policy_counts(d, cur, "episodes", "retention_class")
 
 
-def episodes_due(d: Dialect, cur: Any, retention_class: str, cutoff: str) -> list[str]:
-    """Ids of episodes of `retention_class` recorded at or before `cutoff`."""
+def episodes_due(d: Dialect, cur: Any, retention_class: str, cutoff: str) -> list[tuple[str, str]]:
+    """(tenant_id, episode_id) of episodes of `retention_class` recorded at or before
+    `cutoff` (episode ids are per tenant)."""
     rows = cur.execute(
-        d.sql("SELECT episode_id FROM episodes WHERE retention_class = ? AND recorded_at <= ?"),
+        d.sql(
+            "SELECT tenant_id, episode_id FROM episodes "
+            "WHERE retention_class = ? AND recorded_at <= ?"
+        ),
         (retention_class, cutoff),
     ).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
 def record_session_end(d: Dialect, cur: Any, tenant_id: str, thread_id: str, ended_at: str) -> None:
@@ -88,15 +92,16 @@ def ended_session_episodes(
     retention_class: str,
     tenant_id: str | None = None,
     thread_id: str | None = None,
-) -> list[str]:
-    """Ids of episodes of `retention_class` recorded up to the end of their ended thread."""
+) -> list[tuple[str, str]]:
+    """(tenant_id, episode_id) of episodes of `retention_class` recorded up to the end of
+    their ended thread."""
     only, params = _one_session(tenant_id, thread_id)
     rows = cur.execute(
         d.sql(
-            "SELECT e.episode_id FROM episodes e JOIN ended_sessions s "
+            "SELECT e.tenant_id, e.episode_id FROM episodes e JOIN ended_sessions s "
             "ON s.tenant_id = e.tenant_id AND s.thread_id = e.thread_id "
             f"WHERE e.retention_class = ? AND e.recorded_at <= s.ended_at{only}"
         ),
         (retention_class, *params),
     ).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]

@@ -202,3 +202,56 @@ CHANGE_FEED = [
 CURRENT_COUNT = """CREATE INDEX facts_current_count
        ON facts (tenant_id, namespace, expires_at, valid_to, known_to)
        WHERE valid_to IS NULL AND known_to IS NULL"""
+
+# Episode ids are per tenant (issue 39): the same id in two tenants is two episodes, so
+# recording one never tells a caller what another tenant recorded. Every table that
+# names an episode or carries a tenant's ids names the tenant too, which row security
+# (PostgreSQL) keys on: fact_sources, backfill_log, candidate_support and
+# episode_extractions. SQLite rebuilds the tables in these shapes (its primary keys and
+# foreign keys cannot be altered); PostgreSQL alters its tables to the same.
+TENANT_EPISODES = """CREATE TABLE episodes (
+        episode_id      {text} NOT NULL,
+        tenant_id       {text} NOT NULL,
+        thread_id       {text},
+        source_kind     {text} NOT NULL CHECK (source_kind IN
+                            ('user_message', 'assistant_message', 'tool_result', 'business_event')),
+        speaker         {text},
+        content         {text} NOT NULL,
+        metadata        {text} NOT NULL DEFAULT '{{}}' CHECK ({metadata:json}),
+        occurred_at     {time} NOT NULL,
+        recorded_at     {time} NOT NULL,
+        retention_class {text} NOT NULL DEFAULT 'keep',
+        PRIMARY KEY (tenant_id, episode_id)
+    )"""
+TENANT_FACT_SOURCES = """CREATE TABLE fact_sources (
+        fact_id    {id} NOT NULL,
+        episode_id {text} NOT NULL,
+        tenant_id  {text} NOT NULL,
+        PRIMARY KEY (fact_id, episode_id)
+    ){without_rowid}"""
+TENANT_CANDIDATE_SUPPORT = """CREATE TABLE candidate_support (
+        candidate_id {id} NOT NULL REFERENCES memory_candidates (candidate_id)
+                         ON DELETE CASCADE,
+        episode_id   {text} NOT NULL,
+        payload      {text} NOT NULL CHECK ({payload:json}),
+        confidence   {real},
+        recorded_at  {time} NOT NULL,
+        tenant_id    {text} NOT NULL,
+        PRIMARY KEY (candidate_id, episode_id),
+        FOREIGN KEY (tenant_id, episode_id) REFERENCES episodes (tenant_id, episode_id)
+            ON DELETE CASCADE
+    ){without_rowid}"""
+TENANT_EPISODE_EXTRACTIONS = """CREATE TABLE episode_extractions (
+        episode_id   {text} NOT NULL,
+        extracted_at {time} NOT NULL,
+        extractor    {text},
+        tenant_id    {text} NOT NULL,
+        PRIMARY KEY (tenant_id, episode_id),
+        FOREIGN KEY (tenant_id, episode_id) REFERENCES episodes (tenant_id, episode_id)
+            ON DELETE CASCADE
+    ){without_rowid}"""
+# An episode's links are found by (tenant, episode): the old indexes on episode_id alone.
+TENANT_EPISODE_INDEXES = [
+    "CREATE INDEX fact_sources_episode ON fact_sources (tenant_id, episode_id)",
+    "CREATE INDEX candidate_support_episode ON candidate_support (tenant_id, episode_id)",
+]

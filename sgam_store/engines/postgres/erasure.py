@@ -14,8 +14,7 @@ What differs from SQLite:
   it names no unlocked key.
 - `PurgeReport.deleted` names this engine's tables: `fact_vectors` for SQLite's
   `vector_rows`, `fact_keywords` for SQLite's `fact_fts`, and no `tenants` (there are
-  no keyword slots). Candidate support rows and extraction marks go by ON DELETE CASCADE
-  (and a supportless candidate by trigger), uncounted, as on SQLite.
+  no keyword slots).
 - What PostgreSQL keeps after a DELETE: the rows stay in their pages as dead versions
   until VACUUM removes them, and even then their bytes stay in the page's free space
   (VACUUM frees, it does not zero); likewise the versions every earlier UPDATE left.
@@ -51,19 +50,8 @@ from sgam_store.engines.postgres.versions import lock_keys, own_tenant
 if TYPE_CHECKING:
     from sgam_store.ledger import Writer
 
-TABLES = (
-    "facts",
-    "fact_vectors",
-    "fact_keywords",
-    "fact_sources",
-    "backfill_log",
-    "episodes",
-    "ended_sessions",
-    "memory_candidates",
-    "supersession_queue",
-    "supersession_decisions",
-)
-_OURS = (*TABLES, "candidate_support", "episode_extractions", "sgam_meta")
+TABLES = (*portable.ERASED_TABLES, "fact_vectors", "fact_keywords")
+_OURS = (*TABLES, "sgam_meta")
 
 _F = "fact_id = ANY(%s::bigint[])"
 _STATISTICS = "pg_catalog.pg_statistic"  # where ANALYZE keeps sampled column values
@@ -96,16 +84,18 @@ def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
     return cur.execute(f"DELETE FROM fact_vectors WHERE {_F}", (list(fact_ids),)).rowcount
 
 
-def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
-    """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
-    report = portable.report(TABLES, fact_ids, episode_ids)
+def erase(cur: Any, fact_ids: Iterable[int], episodes: Iterable[portable.Episode]) -> PurgeReport:
+    """Delete every trace of these facts (all versions) and episodes ((tenant_id,
+    episode_id) each), inside a transaction."""
+    episodes = list(episodes)
+    report = portable.report(TABLES, fact_ids, episodes)
     facts = report.fact_ids
     lock_keys(cur, _keys(cur, facts))
     report.deleted["fact_vectors"] = delete_vectors(cur, facts)
     report.deleted["fact_keywords"] = cur.execute(
         f"DELETE FROM fact_keywords WHERE {_F}", (facts,)
     ).rowcount
-    return portable.erase_rows(POSTGRES, cur, report)
+    return portable.erase_rows(POSTGRES, cur, report, episodes)
 
 
 def purge(

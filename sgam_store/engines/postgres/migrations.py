@@ -153,9 +153,9 @@ def _quote(statement: str) -> str:
 
 # The tables that hold a tenant's rows, each with its `tenant_id` column. fact_vectors is
 # created by `ensure_vector_table` (its dims come from the index config), and gets its
-# policies there or, when it already exists, from ROW_SECURITY below. Tables left out hold
-# ids and times only (fact_sources, episode_extractions, backfill_log) or no tenant's data
-# (sgam_meta); candidate_support holds a candidate's payload and follows its candidate.
+# policies there or, when it already exists, from ROW_SECURITY below. The tables that
+# name a tenant's facts or episodes by id gained a tenant in V9 (`TENANT_LINKS`); only
+# sgam_meta (schema version, language, layout) holds no tenant's data.
 TENANT_TABLES = (
     "facts",
     "fact_keywords",
@@ -365,7 +365,7 @@ def enable_row_security(conn: Any) -> None:
         if row_security_on(cur):
             return
         vectors = cur.execute("SELECT to_regclass('fact_vectors') IS NOT NULL").fetchone()[0]
-        tables = [*TENANT_TABLES, "candidate_support", *(["fact_vectors"] if vectors else [])]
+        tables = [*TENANT_TABLES, *TENANT_LINKS, *(["fact_vectors"] if vectors else [])]
         for table in tables:
             cur.execute(_enable_sql(table))
         # The policy's `tenant_id = current_setting(...)` is checked before `@@`, which is
@@ -413,4 +413,75 @@ V8 = [
     "SELECT gin_clean_pending_list('fact_keywords_tsv'::regclass)",
 ]
 MIGRATIONS.append(V8)
+
+# V9 (issue 39): episode ids per tenant (`schema.TENANT_EPISODES`), and a tenant with row
+# security on every table that names a tenant's facts or episodes: the application role
+# could read and write fact_sources, episode_extractions and backfill_log across
+# tenants (one tenant's source link on another's fact changed what its purge kept).
+# Each link table's policy also checks, on write, that the row it names is visible to
+# the operation: its fact (fact_sources, backfill_log) or its candidate
+# (candidate_support); extraction marks are held by their episode's foreign key.
+TENANT_LINKS = ("fact_sources", "backfill_log", "candidate_support", "episode_extractions")
+_FACT_VISIBLE = "EXISTS (SELECT 1 FROM facts f WHERE f.fact_id = {table}.fact_id)"
+_CANDIDATE_VISIBLE = (
+    "EXISTS (SELECT 1 FROM memory_candidates c "
+    "WHERE c.candidate_id = candidate_support.candidate_id)"
+)
+
+
+def _link_policies(table: str, visible: str | None) -> list[str]:
+    """`policies` whose tenant check, for a link table, also needs the row it names."""
+    match = TENANT_MATCH if visible is None else f"{TENANT_MATCH} AND {visible}"
+    return policies(table, match)
+
+
+def _add_tenant(table: str, source: str) -> list[str]:
+    """`table` gains its rows' tenant from `source` (an UPDATE ... FROM clause); a row
+    whose fact or episode is gone names nothing and goes."""
+    return [
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant_id text",  # a rerun keeps it
+        f"UPDATE {table} SET tenant_id = o.tenant_id FROM {source}",
+        f"DELETE FROM {table} WHERE tenant_id IS NULL",
+        f"ALTER TABLE {table} ALTER COLUMN tenant_id SET NOT NULL",
+    ]
+
+
+_FACT_TENANTS = "(SELECT DISTINCT fact_id, tenant_id FROM facts) o WHERE o.fact_id = {}.fact_id"
+V9 = [
+    # The owner's migration reads every tenant's rows (FORCE binds it too).
+    "SELECT set_config('sgam.all_tenants', 'on', true)",
+    *_add_tenant("fact_sources", _FACT_TENANTS.format("fact_sources")),
+    *_add_tenant("backfill_log", _FACT_TENANTS.format("backfill_log")),
+    *_add_tenant(
+        "candidate_support",
+        "memory_candidates o WHERE o.candidate_id = candidate_support.candidate_id",
+    ),
+    *_add_tenant(
+        "episode_extractions", "episodes o WHERE o.episode_id = episode_extractions.episode_id"
+    ),
+    # The primary key goes with the foreign keys that lean on it; each comes back keyed
+    # by (tenant, episode).
+    "ALTER TABLE episodes DROP CONSTRAINT episodes_pkey CASCADE",
+    "ALTER TABLE episodes ADD PRIMARY KEY (tenant_id, episode_id)",
+    "ALTER TABLE episode_extractions DROP CONSTRAINT episode_extractions_pkey",
+    "ALTER TABLE episode_extractions ADD PRIMARY KEY (tenant_id, episode_id)",
+    *(
+        f"ALTER TABLE {table} ADD FOREIGN KEY (tenant_id, episode_id) "
+        "REFERENCES episodes (tenant_id, episode_id) ON DELETE CASCADE"
+        for table in ("episode_extractions", "candidate_support")
+    ),
+    "DROP INDEX fact_sources_episode",
+    "DROP INDEX candidate_support_episode",
+    *schema.TENANT_EPISODE_INDEXES,
+    *_link_policies("fact_sources", _FACT_VISIBLE.format(table="fact_sources")),
+    *_link_policies("backfill_log", _FACT_VISIBLE.format(table="backfill_log")),
+    *_link_policies("candidate_support", _CANDIDATE_VISIBLE),
+    *_link_policies("episode_extractions", None),
+    # A database that enforces row security enforces it on these too.
+    "DO $$ BEGIN IF (SELECT relforcerowsecurity FROM pg_class "
+    "WHERE oid = 'facts'::regclass) THEN "
+    + " ".join(f"EXECUTE {_quote(_enable_sql(t))};" for t in TENANT_LINKS)
+    + " END IF; END $$",
+]
+MIGRATIONS.append(V9)
 LATEST = len(MIGRATIONS)

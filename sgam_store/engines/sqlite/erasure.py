@@ -59,19 +59,7 @@ from sgam_store.engines.sqlite.vector_cache import VectorDelta
 if TYPE_CHECKING:
     from sgam_store.ledger import Writer
 
-TABLES = (
-    "facts",
-    "vector_rows",
-    "fact_fts",
-    "fact_sources",
-    "backfill_log",
-    "episodes",
-    "ended_sessions",
-    "tenants",
-    "memory_candidates",
-    "supersession_queue",
-    "supersession_decisions",
-)
+TABLES = (*portable.ERASED_TABLES, "vector_rows", "fact_fts", "tenants")
 
 
 export(globals(), portable, SQLITE)  # the selections and shared deletions, bound to SQLITE
@@ -86,15 +74,17 @@ def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
     ).rowcount
 
 
-def erase(cur: Any, fact_ids: Iterable[int], episode_ids: Iterable[str]) -> PurgeReport:
-    """Delete every trace of these facts (all versions) and episodes, inside a transaction."""
-    report = portable.report(TABLES, fact_ids, episode_ids)
+def erase(cur: Any, fact_ids: Iterable[int], episodes: Iterable[portable.Episode]) -> PurgeReport:
+    """Delete every trace of these facts (all versions) and episodes ((tenant_id,
+    episode_id) each), inside a transaction."""
+    episodes = list(episodes)
+    report = portable.report(TABLES, fact_ids, episodes)
     report.deleted["vector_rows"] = delete_vectors(cur, report.fact_ids)
     report.deleted["fact_fts"] = cur.execute(
         f"DELETE FROM fact_fts WHERE rowid IN ({KEYWORD_ROWIDS})",
         (SQLITE.as_list(report.fact_ids),),
     ).rowcount
-    return portable.erase_rows(SQLITE, cur, report)
+    return portable.erase_rows(SQLITE, cur, report, episodes)
 
 
 def purge(

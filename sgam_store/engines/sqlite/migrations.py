@@ -55,6 +55,12 @@ CREATE TABLE facts (
 )
 """
 
+BACKFILL_LOG_FACT = "CREATE INDEX backfill_log_fact ON backfill_log (fact_id)"
+# A candidate left without support goes too: its value came only from those episodes.
+SUPPORT_TRIGGER = """CREATE TRIGGER candidate_support_last_gone AFTER DELETE ON candidate_support
+       WHEN NOT EXISTS (SELECT 1 FROM candidate_support WHERE candidate_id = OLD.candidate_id)
+       BEGIN DELETE FROM memory_candidates WHERE candidate_id = OLD.candidate_id; END"""
+
 V1 = [
     FACTS_DDL,
     # One open fact per key in the current belief: the database, not the code, enforces it.
@@ -103,11 +109,9 @@ V1 = [
         transforms    TEXT NOT NULL,
         backfilled_at TEXT NOT NULL
     )""",
-    "CREATE INDEX backfill_log_fact ON backfill_log (fact_id)",
+    BACKFILL_LOG_FACT,
     *(ddl(SQLITE, statement) for statement in schema.MEMORY_CANDIDATES),
-    """CREATE TRIGGER candidate_support_last_gone AFTER DELETE ON candidate_support
-       WHEN NOT EXISTS (SELECT 1 FROM candidate_support WHERE candidate_id = OLD.candidate_id)
-       BEGIN DELETE FROM memory_candidates WHERE candidate_id = OLD.candidate_id; END""",
+    SUPPORT_TRIGGER,
     ddl(SQLITE, schema.EPISODE_EXTRACTIONS),
 ]
 
@@ -245,7 +249,77 @@ V9: list[str | Callable[[Any], None]] = [
 # side's statements").
 V10: list[str | Callable[[Any], None]] = ["DROP INDEX IF EXISTS facts_current_ns"]
 
-MIGRATIONS: list[list[str | Callable[[Any], None]]] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10]
+
+BACKFILL_LOG = """CREATE TABLE backfill_log (
+        log_id        INTEGER PRIMARY KEY,
+        fact_id       INTEGER NOT NULL,
+        old_row_id    INTEGER NOT NULL,
+        new_row_id    INTEGER NOT NULL,
+        from_version  INTEGER NOT NULL,
+        to_version    INTEGER NOT NULL,
+        transforms    TEXT NOT NULL,
+        backfilled_at TEXT NOT NULL,
+        tenant_id     TEXT NOT NULL
+    )"""
+# Each rebuilt table: its new shape, and how its rows (under the old name) gain a tenant:
+# an episode keeps its own; a source link or an audit row takes its fact's (a row whose
+# fact is gone names nothing and is dropped); a support row its candidate's; an
+# extraction mark its episode's.
+_REBUILT = {
+    "episodes": (
+        schema.TENANT_EPISODES,
+        "SELECT * FROM episodes_v10",  # the same columns, in the same order
+    ),
+    "fact_sources": (
+        schema.TENANT_FACT_SOURCES,
+        "SELECT s.fact_id, s.episode_id, f.tenant_id FROM fact_sources_v10 s "
+        "JOIN (SELECT DISTINCT fact_id, tenant_id FROM facts) f ON f.fact_id = s.fact_id",
+    ),
+    "backfill_log": (
+        BACKFILL_LOG,
+        "SELECT b.*, f.tenant_id FROM backfill_log_v10 b "
+        "JOIN (SELECT DISTINCT fact_id, tenant_id FROM facts) f ON f.fact_id = b.fact_id",
+    ),
+    "candidate_support": (
+        schema.TENANT_CANDIDATE_SUPPORT,
+        "SELECT s.*, c.tenant_id FROM candidate_support_v10 s "
+        "JOIN memory_candidates c ON c.candidate_id = s.candidate_id",
+    ),
+    "episode_extractions": (
+        schema.TENANT_EPISODE_EXTRACTIONS,
+        "SELECT x.*, e.tenant_id FROM episode_extractions_v10 x "
+        "JOIN episodes e ON e.episode_id = x.episode_id",
+    ),
+}
+
+
+def _tenant_ids(conn: Any) -> None:
+    """V11: episode ids per tenant, and a tenant on every table naming one (see
+    `schema.TENANT_EPISODES`). SQLite alters no primary or foreign key, so each table
+    is rebuilt: the old ones step aside under a `_v10` name (the children before
+    episodes, so their foreign keys follow it), the new ones are filled from them, and
+    the old ones go, the children first. Foreign keys stay on throughout."""
+    for table in reversed(_REBUILT):
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_v10")
+    for index in ("episodes_thread", "episodes_retention", "fact_sources_episode",
+                  "candidate_support_episode", "backfill_log_fact"):  # fmt: skip
+        conn.execute(f"DROP INDEX {index}")
+    conn.execute("DROP TRIGGER candidate_support_last_gone")
+    for table, (create, rows) in _REBUILT.items():
+        conn.execute(ddl(SQLITE, create))
+        conn.execute(f"INSERT INTO {table} {rows}")
+    for table in reversed(_REBUILT):
+        conn.execute(f"DROP TABLE {table}_v10")
+    indexes = [schema.EPISODES_THREAD, schema.EPISODES_RETENTION, BACKFILL_LOG_FACT]
+    for statement in (*indexes, *schema.TENANT_EPISODE_INDEXES, SUPPORT_TRIGGER):
+        conn.execute(statement)
+
+
+V11: list[str | Callable[[Any], None]] = [_tenant_ids]
+
+MIGRATIONS: list[list[str | Callable[[Any], None]]] = [
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11,
+]  # fmt: skip
 LATEST = len(MIGRATIONS)
 
 

@@ -63,6 +63,38 @@ def add_embedding_option(parser: argparse.ArgumentParser, local: str = "the bund
     )
 
 
+MAX_COUNT = 1_000_000  # the most a --limit asks for: beyond, it is a typo
+
+
+def count(text: str) -> int:
+    """`--limit N`: a whole number from 1 to MAX_COUNT, else one line saying so (the
+    library's own check would speak of its offset, which the CLI has none of)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {MAX_COUNT:,}, got {text!r}"
+        )
+    return n
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """`--filter JSON`: a JSON object, else one line saying what was expected and where the
+    JSON broke."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object such as \'{{"value": "2026-06-30"}}\', got {text!r} '
+            f"({exc.msg} at character {exc.pos + 1})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
+
+
 def engine_options(target: str, schema: str | None) -> dict[str, Any]:
     """`--schema` as an engine option: PostgreSQL's; on a SQLite file a clear error."""
     if schema is None:

@@ -104,7 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for answer in out["answers"]:
         common.console.print(
             f"Mira's passport deadline {answer['question']}: "
-            f"[bold green]{answer['value']}[/] (source {answer['source']})"
+            f"[bold green]{answer['value']}[/] (source {answer['source_episode_id']})"
         )
     return 0
 

@@ -291,7 +291,7 @@ def history_view(facts: Sequence[Fact], said: dict[int, str]) -> Group:
             times[fact.valid_from],
             times[fact.valid_to],
             fact.source_episode_id,
-            said.get(fact.fact_id, ""),
+            listed(said.get(fact.fact_id, "")),
             style="" if fact.valid_to is None else "dim",
         )
     return Group(table, Text("supersedes chain: " + chain(facts)))

@@ -78,7 +78,8 @@ def listed(value: Any, limit: int = VALUE_CHARS) -> str:
     text = shown(value)
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… (+{len(text) - limit:,} characters)"
+    more = len(text) - limit
+    return f"{text[:limit]}… (+{more:,} character{'' if more == 1 else 's'})"
 
 
 def clip(text: str, limit: int = 24) -> str:

@@ -17,9 +17,12 @@ from typing import Any
 
 from rich.console import Console
 
-from sgam_store.core.errors import SchemaVersionError, StoreUnavailableError
+from sgam_store.core.errors import (
+    DATABASE_PLACEHOLDER,
+    SchemaVersionError,
+    StoreUnavailableError,
+)
 from sgam_store.engines import is_postgres_target, mask_uri
-from sgam_store.engines.common import migrations as portable
 from sgam_store.harness import render
 from sgam_store.read.embeddings import default_index
 from sgam_store.store import SGAMStore
@@ -150,7 +153,7 @@ def flagged(text: str, path: str, flags: str) -> str:
     its path) or `--schema` (PostgreSQL's names the schema); an older schema's names
     the command that upgrades it, spelled with the command's own flags."""
     if text.startswith("database schema"):  # it names the database in its command, if any
-        return text.replace(f"--db {portable.UPGRADE_TARGET}", flags)
+        return text.replace(f"--db {DATABASE_PLACEHOLDER}", flags)
     if text.startswith("schema "):
         return f"--{text}"
     return text if is_postgres_target(path) else f"--db {text}"

@@ -38,6 +38,11 @@ def test_demo_json(tmp_path) -> None:
 # ---------------------------------------------------------------- replay and inspection
 
 
+def key_text(record: dict) -> str:
+    """A fact record's key as the tables print it: subject.attribute."""
+    return f"{record['subject']}.{record['attribute']}"
+
+
 def sgam(monkeypatch, capsys, *argv: str, width: int = 100) -> tuple[int, str, str]:
     """Run `sgam` in-process on a console of `width` columns; (status, stdout, stderr)."""
     screen = io.StringIO()
@@ -64,8 +69,8 @@ def test_replay_json_runs_offline_and_recreates_its_file(replayed) -> None:
     assert report["verdicts"]["sgam"]["ok"] == len(report["answers"]) == 7
     assert (report["turns"][0]["episode"], report["turns"][0]["deferred"]) == ("e0", True)
     assert report["turns"][-1]["phase"] == "background run"
-    current = [f for f in report["ledger"] if f["valid_to"] is None and f["tenant"] == "acme"]
-    assert {(f["key"], f["value"], f["source"]) for f in current} == {
+    current = [f for f in report["ledger"] if f["valid_to"] is None and f["tenant_id"] == "acme"]
+    assert {(key_text(f), f["value"], f["source_episode_id"]) for f in current} == {
         ("mira.passport_deadline", "2026-06-30", "e2"),
         ("mira.answer_style", "detailed", "e3"),
     }
@@ -82,9 +87,9 @@ def test_replay_reads_at_100_and_120_columns(tmp_path, monkeypatch, capsys, widt
     assert "Stale answers: description memory 4 of 7, SGAM 0 of 7." in out
     # no column is cut: keys and timestamps appear whole
     assert re.search(
-        r"#5 +mira\.passport_deadline +2026-06-30 +2026-06-03 10:00 +open +#2 +e2", out
+        r"#5 ← #2 +mira\.passport_deadline +2026-06-30 +2026-06-03T10:00:00Z +open +e2", out
     )
-    assert "closed #2 mira.passport_deadline = 2026-07-15 at 2026-06-03 10:00" in out
+    assert "closed #2 mira.passport_deadline = 2026-07-15 at 2026-06-03T10:00:00Z" in out
     assert "recorded; its extraction waits for the background manager" in out
 
 
@@ -112,7 +117,7 @@ def test_ledger_history_and_timeline_inspect_the_replayed_file(
     status, out, _ = sgam(
         monkeypatch, capsys, "ledger", "--db", replayed, "--tenant", "globex", "--json"
     )
-    assert [(f["key"], f["value"]) for f in json.loads(out)] == [
+    assert [(key_text(f), f["value"]) for f in json.loads(out)] == [
         ("mira.passport_deadline", "2026-09-10")
     ]
 
@@ -122,13 +127,14 @@ def test_ledger_history_and_timeline_inspect_the_replayed_file(
 
     status, out, _ = sgam(monkeypatch, capsys, "history", "--db", replayed, *key, "--json")
     rows = json.loads(out)
-    assert [r["source"] for r in rows] == ["e0", "e1", "e2"]
-    assert rows[0]["said"]["kind"] == "tool_result" and rows[2]["supersedes"] == rows[1]["fact_id"]
+    assert [r["source_episode_id"] for r in rows] == ["e0", "e1", "e2"]
+    assert rows[0]["said"]["source_kind"] == "tool_result"
+    assert rows[2]["supersedes_fact_id"] == rows[1]["fact_id"]
 
     status, out, _ = sgam(monkeypatch, capsys, "timeline", "--db", replayed, *key[:2])
     bars = [line for line in out.splitlines() if "█" in line]
     assert status == 0 and len(bars) == 5  # 2 answer_style + 3 passport_deadline facts
-    assert bars[-1].endswith("→") and "2026-06-03 10:00" in out  # the open fact, its start
+    assert bars[-1].endswith("→") and "2026-06-03T10:00:00Z" in out  # the open fact, its start
 
     status, out, _ = sgam(monkeypatch, capsys, "timeline", "--db", replayed, "--json")
     assert len(json.loads(out)) == 6
@@ -154,7 +160,7 @@ def test_known_at_shows_what_the_store_believed_then(replayed, monkeypatch, caps
     ("argv", "message"),
     [
         (["ledger", "--db", "{tmp}/none.db"], "no database at"),
-        (["timeline", "--db", "{db}", "--tenant", "initech"], "no facts in"),
+        (["timeline", "--db", "{db}", "--tenant", "initech"], "--tenant initech: no such"),
         (
             [
                 "history",
@@ -237,11 +243,11 @@ def test_search_runs_store_search_with_filter_mode_and_at(replayed, monkeypatch,
     base = ["search", "--db", replayed, "--tenant", "acme", "passport deadline", "--json"]
     status, out, _ = sgam(monkeypatch, capsys, *base)
     rows = json.loads(out)
-    assert status == 0 and [(r["key"], r["value"]) for r in rows] == [
-        ("passport_deadline", {"value": "2026-06-30"})
+    assert status == 0 and [(key_text(r), r["value"]) for r in rows] == [
+        ("mira.passport_deadline", "2026-06-30")
     ]
     status, out, _ = sgam(monkeypatch, capsys, *base, "--at", "2026-06-02T00:00:00Z")
-    assert [r["value"] for r in json.loads(out)] == [{"value": "2026-07-15"}]
+    assert [r["value"] for r in json.loads(out)] == ["2026-07-15"]
     status, out, _ = sgam(monkeypatch, capsys, *base, "--filter", '{"value": "2026-07-15"}')
     assert status == 0 and json.loads(out) == []  # the old value is not current
     status, out, _ = sgam(monkeypatch, capsys, *base, "--mode", "keyword", "--subject", "nobody")
@@ -261,7 +267,7 @@ def test_recall_prints_the_cited_context(replayed, monkeypatch, capsys) -> None:
     assert status == 0 and out.strip() == want.strip()
     status, out, _ = sgam(monkeypatch, capsys, *args, "--at", "2026-06-02T00:00:00Z", "--json")
     facts = json.loads(out)["facts"]
-    assert [f["value"] for f in facts if f["key"] == "mira.passport_deadline"] == ["2026-07-15"]
+    assert [f["value"] for f in facts if key_text(f) == "mira.passport_deadline"] == ["2026-07-15"]
 
 
 def test_without_the_cli_extra_sgam_says_how_to_install_it(tmp_path: Path) -> None:
@@ -291,7 +297,7 @@ def test_the_replayed_file_answers_what_was_believed_on_june_2(replayed, monkeyp
     """README's bitemporal question on make demo's file: belief time is the scenario's."""
     argv = ["ledger", "--db", replayed, "--json", "--known-at", "2026-06-02T00:00:00Z"]
     _, out, _ = sgam(monkeypatch, capsys, *argv)
-    believed = {(f["key"], f["value"], f["valid_to"]) for f in json.loads(out)}
+    believed = {(key_text(f), f["value"], f["valid_to"]) for f in json.loads(out)}
     assert believed == {
         ("mira.passport_deadline", "2026-07-15", None),  # the correction was not yet known
         ("mira.answer_style", "concise", None),

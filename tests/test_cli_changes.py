@@ -55,7 +55,7 @@ def test_the_table_names_each_change(db_path: str, written: str, capsys, monkeyp
     monkeypatch.setenv("COLUMNS", "200")  # rich's width: no value folded over two lines
     assert main(["changes", "--db", db_path, "--since", written]) == 0
     out = capsys.readouterr().out
-    kinds = [line.split()[2] for line in out.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", line)]
+    kinds = [line.split()[1] for line in out.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", line)]
     assert kinds.count("superseded") == 1 and kinds.count("new") == 3
     assert re.search(r"globex/mira\.passport_deadline +<b>bold</b>", out)
     assert main(["changes", "--db", db_path, "--since", clock.utc_now()]) == 0

@@ -348,6 +348,7 @@ WRITTEN = {
     # Set-up's bookkeeping, run on both engines by tests/test_tenant_at.py and
     # tests/test_schema_migration.py; `meta` reads what they record.
     ("migrations", "record_tenant_at"),
+    ("migrations", "read_tenant_at"),  # and read-only opens: tests/test_cli_read_only.py
     ("migrations", "recorded_dims"),
     ("migrations", "record_dims"),
     # test_erasure_agrees_on_both_engines

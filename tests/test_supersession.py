@@ -403,8 +403,11 @@ def test_sgam_history_prints_the_chain_across_keys(
     args = ["history", "--db", target, "--tenant", "alice", "--subject", "memories"]
     assert main([*args, "--attribute", "new-key", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["key"] for r in rows] == ["memories.old-key", "memories.new-key"]
-    assert rows[1]["supersedes"] == rows[0]["fact_id"]
+    assert [(r["subject"], r["attribute"]) for r in rows] == [
+        ("memories", "old-key"),
+        ("memories", "new-key"),
+    ]
+    assert rows[1]["supersedes_fact_id"] == rows[0]["fact_id"]
     assert main([*args, "--attribute", "new-key"]) == 0
     out = capsys.readouterr().out
     assert "old-key" in out and "supersedes chain:" in out and "←" in out

@@ -13,9 +13,9 @@ from typing import Any
 from rich.table import Table
 
 from sgam_store.cli import common
-from sgam_store.cli.common import add_schema_option, existing_store
+from sgam_store.cli.common import add_schema_option, count, existing_store
 from sgam_store.core.models import Change
-from sgam_store.harness.render import plain_table
+from sgam_store.harness.render import listed, plain_table, readable
 
 
 def add_changes_command(sub: Any) -> None:
@@ -27,7 +27,7 @@ def add_changes_command(sub: Any) -> None:
     parser.add_argument("--since", required=True, help="transaction time, inclusive (with offset)")
     parser.add_argument("--until", help="transaction time, exclusive (default: no bound)")
     parser.add_argument("--tenant", help="one tenant's changes only (default: every tenant)")
-    parser.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    parser.add_argument("--limit", type=count, default=100, help="at most this many (default 100)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=cmd_changes)
 
@@ -48,28 +48,25 @@ def cmd_changes(args: argparse.Namespace) -> int:
 
 
 def changes_table(feed: list[Change]) -> Table:
-    """The feed as a table, one row per change, newest first; identities never wrap."""
+    """The feed as a table, one row per change, newest first. Identities and intervals stay
+    whole while the value keeps room (`render.fit_columns`); times read to the second."""
     table = plain_table(
         "changes, newest first",
-        *("at (UTC)", "kind", "key", "value", "valid", "fact", "source"),
-        whole=("at (UTC)", "kind", "key", "fact", "source"),
+        *("at", "kind", "key", "value", "valid", "fact", "source"),
+        whole=("at", "kind", "key", "valid", "fact", "source"),
     )
+    times = readable(t for c in feed for t in (c.at, c.valid_from, c.valid_to))
     for c in feed:
         key = f"{c.subject}.{c.attribute}" if c.subject else c.attribute
-        value = c.value if isinstance(c.value, str) else json.dumps(c.value, ensure_ascii=False)
         link = f" ← #{c.supersedes_fact_id}" if c.supersedes_fact_id else ""
         link += f" → #{c.superseded_by_fact_id}" if c.superseded_by_fact_id else ""
         table.add_row(
-            c.at[:19].replace("T", " "),
+            times[c.at],
             c.kind,
             f"{c.tenant_id}/{key}",
-            value,
-            f"{_short(c.valid_from)} → {_short(c.valid_to) if c.valid_to else 'open'}",
+            listed(c.value),
+            f"{times[c.valid_from]} → {times[c.valid_to]}",
             f"#{c.fact_id}{link}",
             c.source_episode_id,
         )
     return table
-
-
-def _short(instant: str) -> str:
-    return instant[:16].replace("T", " ")

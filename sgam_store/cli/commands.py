@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from sgam_store.cli.changes import add_changes_command
 from sgam_store.cli.common import PIPE_WIDTH, console, existing_store
@@ -40,8 +41,21 @@ DESCRIPTION = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line like the commands' own: the flag, what
+    it expected and what it got (the usage is in --help). Subcommands' parsers are of it
+    too (argparse makes them of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+class UsageError(Exception):
+    """A command line argparse refused: `main` prints it and returns 2, as for any error."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sgam", description=DESCRIPTION)
+    parser = Parser(prog="sgam", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     add_demo_command(sub)
     add_replay_command(sub)
@@ -55,14 +69,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Python decodes and encodes JSON recursively, one level a call, and stops at its recursion
+# limit (1,000): a value nested about that deep (SQLite's JSON allows 1,000 levels; the store
+# took them before it capped nesting) then failed a whole ledger. The commands run with room
+# for it; a deeper one (PostgreSQL's JSON) is a one-line error, not a traceback.
+NESTING_ROOM = 5_000
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), NESTING_ROOM))
     try:
         status = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
         return status
     except BrokenPipeError:
         return reader_went_away()
+    except RecursionError:
+        print(
+            f"sgam: error: a stored value is nested deeper than {NESTING_ROOM:,} levels, "
+            "more than this command can decode",
+            file=sys.stderr,
+        )
+        return 2
     except (SGAMError, ValueError, OSError) as exc:
         print(f"sgam: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2

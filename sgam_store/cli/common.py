@@ -17,9 +17,12 @@ from typing import Any
 
 from rich.console import Console
 
-from sgam_store.core.errors import SchemaVersionError, StoreUnavailableError
+from sgam_store.core.errors import (
+    DATABASE_PLACEHOLDER,
+    SchemaVersionError,
+    StoreUnavailableError,
+)
 from sgam_store.engines import is_postgres_target, mask_uri
-from sgam_store.engines.common import migrations as portable
 from sgam_store.harness import render
 from sgam_store.read.embeddings import default_index
 from sgam_store.store import SGAMStore
@@ -61,6 +64,38 @@ def add_embedding_option(parser: argparse.ArgumentParser, local: str = "the bund
         default="none",
         help=f"none: keyword search only (default); local: {local}",
     )
+
+
+MAX_COUNT = 1_000_000  # the most a --limit asks for: beyond, it is a typo
+
+
+def count(text: str) -> int:
+    """`--limit N`: a whole number from 1 to MAX_COUNT, else one line saying so (the
+    library's own check would speak of its offset, which the CLI has none of)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {MAX_COUNT:,}, got {text!r}"
+        )
+    return n
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """`--filter JSON`: a JSON object, else one line saying what was expected and where the
+    JSON broke."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object such as \'{{"value": "2026-06-30"}}\', got {text!r} '
+            f"({exc.msg} at character {exc.pos + 1})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
 
 
 def engine_options(target: str, schema: str | None) -> dict[str, Any]:
@@ -118,7 +153,7 @@ def flagged(text: str, path: str, flags: str) -> str:
     its path) or `--schema` (PostgreSQL's names the schema); an older schema's names
     the command that upgrades it, spelled with the command's own flags."""
     if text.startswith("database schema"):  # it names the database in its command, if any
-        return text.replace(f"--db {portable.UPGRADE_TARGET}", flags)
+        return text.replace(f"--db {DATABASE_PLACEHOLDER}", flags)
     if text.startswith("schema "):
         return f"--{text}"
     return text if is_postgres_target(path) else f"--db {text}"

@@ -12,57 +12,70 @@ import unicodedata
 from dataclasses import replace
 from typing import Any
 
+from langgraph.store.base import SearchItem
+
 from sgam_store.cli import common
 from sgam_store.cli.common import (
     add_embedding_option,
     add_schema_option,
+    count,
     existing_store,
+    json_object,
     search_index,
 )
-from sgam_store.core.errors import EpisodeNotFoundError
+from sgam_store.core import clock
+from sgam_store.core.errors import EpisodeNotFoundError, InvalidFilterError
 from sgam_store.core.models import Fact
 from sgam_store.engines import mask_uri
 from sgam_store.harness import render
-from sgam_store.harness.render import fact_row, facts_table
+from sgam_store.harness.render import fact_record, facts_table
 from sgam_store.ledger.episodes import Episode
 from sgam_store.store import SGAMStore
 
 
 def said(store: SGAMStore, fact: Fact) -> dict[str, Any]:
-    """The source of a fact: the episode (speaker, text) or its external marker."""
+    """The source of a fact, by the Episode's own field names: the episode (kind, speaker,
+    when, text), or for an external marker or an erased episode, its id alone."""
     try:
         source = store.who_said(fact)
     except EpisodeNotFoundError:
-        return {"source": fact.source_episode_id, "text": None}
+        source = None
     if isinstance(source, Episode):
         return {
-            "source": source.episode_id,
-            "kind": source.source_kind,
+            "episode_id": source.episode_id,
+            "source_kind": source.source_kind,
             "speaker": source.speaker,
-            "occurred_at": source.occurred_at.isoformat(),
-            "text": source.content,
+            "occurred_at": clock.fmt(source.occurred_at),
+            "content": source.content,
         }
-    return {"source": source.source_id, "kind": source.kind, "text": None}
+    kind = source.kind if source is not None else None
+    return {"episode_id": fact.source_episode_id, "source_kind": kind, "speaker": None,
+            "occurred_at": None, "content": None}  # fmt: skip
 
 
 def said_line(episode: dict[str, Any]) -> str:
-    if episode["text"] is None:  # an external marker (a plain put), or an erased episode
+    if episode["content"] is None:  # an external marker (a plain put), or an erased episode
         return "(no episode text)"
-    return f"{episode['speaker']}: {episode['text']}" if episode["speaker"] else episode["text"]
+    text = episode["content"]
+    return f"{episode['speaker']}: {text}" if episode["speaker"] else text
+
+
+def print_json(data: Any) -> None:
+    """--json output: one shape per record (`render.fact_record`), unicode as it is."""
+    print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
     with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if args.json:
-        print(json.dumps([fact_row(f) for f in facts], indent=2))
+        print_json([fact_record(f) for f in facts])
         return 0
     if not facts:
-        raise ValueError(f"no facts in {mask_uri(args.db)} match{near_hint(store_hints(args))}")
+        raise miss(args, f"no facts in {mask_uri(args.db)} match")
     believed = f", as believed at {args.known_at}" if args.known_at else ""
-    common.console.print(
-        render.ledger_tables(facts, f"{mask_uri(args.db)}: {len(facts)} facts{believed}")
-    )
+    title = f"{mask_uri(args.db)}: {counted(len(facts), 'fact')}{believed}"
+    common.console.print(render.ledger_tables(facts, title))
     common.console.print(render.NUMBERS_NOTE, style="dim", highlight=False)
     return 0
 
@@ -72,13 +85,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         facts = store.history(args.tenant, args.subject, args.attribute, known_at=args.known_at)
         sources = {f.fact_id: said(store, f) for f in facts}
     if not facts:
-        raise ValueError(
-            f"no facts for {args.tenant} · {args.subject}.{args.attribute}"
-            f"{near_hint(store_hints(args))}"
-        )
+        raise miss(args, f"no facts for {args.tenant} · {args.subject}.{args.attribute}")
     if args.json:
-        rows = [{**fact_row(f), "said": sources[f.fact_id]} for f in facts]
-        print(json.dumps(rows, indent=2))
+        print_json([{**fact_record(f), "said": sources[f.fact_id]} for f in facts])
         return 0
     lines = {fact_id: said_line(episode) for fact_id, episode in sources.items()}
     common.console.print(render.history_view(facts, lines))
@@ -90,9 +99,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant, args.subject, args.attribute, known_at=args.known_at)
     if not facts:
-        raise ValueError(f"no facts in {mask_uri(args.db)} match{near_hint(store_hints(args))}")
+        raise miss(args, f"no facts in {mask_uri(args.db)} match")
     if args.json:
-        print(json.dumps([fact_row(f) for f in facts], indent=2))
+        print_json([fact_record(f) for f in facts])
         return 0
     common.console.print(render.timeline(facts, common.console.width))
     return 0
@@ -106,14 +115,12 @@ def cmd_get(args: argparse.Namespace) -> int:
         source = said(store, fact) if fact else None
     if fact is None:
         when = f" at {args.at}" if args.at else " now"
-        raise ValueError(
-            f"no fact for {args.tenant} · {args.subject}.{args.attribute}{when}"
-            f"{near_hint(store_hints(args))}"
-        )
+        raise miss(args, f"no fact for {args.tenant} · {args.subject}.{args.attribute}{when}")
     if args.json:
-        print(json.dumps({**fact_row(fact), "said": source}, indent=2))
+        print_json({**fact_record(fact), "said": source})
         return 0
-    common.console.print(facts_table([fact], f"{args.tenant} · {render.key_of(fact)}"))
+    title = f"{args.tenant} · {render.key_of(fact)}"
+    common.console.print(facts_table([fact], title, limit=None))
     return 0
 
 
@@ -149,9 +156,6 @@ def score_text(score: float | None) -> str:
 
 def cmd_search(args: argparse.Namespace) -> int:
     mode = search_mode(args)
-    flt = json.loads(args.filter) if args.filter else None
-    if flt is not None and not isinstance(flt, dict):
-        raise ValueError(f"--filter takes a JSON object, got {args.filter!r}")
     subject = tuple(args.subject.split(".")) if args.subject else ()
     with existing_store(
         args.db, search_index(args.embedding), schema=args.schema, read_only=True
@@ -161,35 +165,38 @@ def cmd_search(args: argparse.Namespace) -> int:
         store.retrieval = replace(store.retrieval, mode=mode)
         view = store.for_tenant(args.tenant)  # the subject's labels, relative to the tenant
         view = view.as_of(args.at) if args.at else view
-        items = view.search(subject, query=args.query, filter=flt, limit=args.limit)
-        absolute = [store.layout.absolute(args.tenant, i.namespace) for i in items]
-        hint = "" if items or not args.subject else near_hint(store_hints(args))
-    rows = [
-        {"namespace": list(ns), "key": i.key, "value": i.value, "score": i.score}
-        for ns, i in zip(absolute, items, strict=True)
-    ]
+        try:
+            items = view.search(subject, query=args.query, filter=args.filter, limit=args.limit)
+        except InvalidFilterError as exc:
+            raise InvalidFilterError(f"--filter: {exc}") from None
+        hits = [(hit_fact(store, args, i), i.score) for i in items]
+    note = "" if items else str(miss(args, ""))  # a mistyped tenant or subject, if any
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print_json([{**fact_record(f), "score": score} for f, score in hits if f is not None])
         return 0
     common.console.print(
-        f"{mask_uri(args.db)}: {len(rows)} results for {args.query!r} ({mode} search)",
+        f"{mask_uri(args.db)}: {counted(len(items), 'result')} for {args.query!r} ({mode} search)",
         style="bold",
         highlight=False,
     )
-    table = render.plain_table(
-        None, "score", "namespace", "key", "value", whole=("score", "namespace", "key")
-    )
-    for row in rows:
-        table.add_row(
-            score_text(row["score"]),
-            ".".join(row["namespace"]),
-            row["key"],
-            render.shown(row["value"]),
-        )
+    table = render.plain_table(None, "score", "key", "value", whole=("score", "key"))
+    for fact, score in hits:
+        if fact is not None:
+            table.add_row(score_text(score), render.key_of(fact), render.listed(fact.value))
     common.console.print(table)
-    if hint:
-        print(f"sgam: nothing under --subject {args.subject}{hint}", file=sys.stderr)
+    if note.startswith("; did you mean"):
+        print(f"sgam: nothing under --subject {args.subject}{note}", file=sys.stderr)
+    elif note:
+        print(f"sgam: {note}", file=sys.stderr)
     return 0
+
+
+def hit_fact(store: SGAMStore, args: argparse.Namespace, item: SearchItem) -> Fact | None:
+    """The fact a search hit is, at the search's instant: --json prints facts in one shape
+    everywhere (None if a writer retired it between the two reads)."""
+    namespace = store.layout.absolute(args.tenant, item.namespace)
+    _, subject = store.layout.split(namespace)
+    return store.fact_at(args.tenant, subject, item.key, at=args.at)
 
 
 def fold(text: str) -> str:
@@ -197,33 +204,64 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def store_hints(args: argparse.Namespace) -> list[str]:
-    """Subjects (and attributes) the store holds that differ from the asked ones only in
-    case or Unicode normalization: `--subject Mira` when the agent stored `mira`."""
-    subject, attribute = getattr(args, "subject", None), getattr(args, "attribute", None)
-    if not args.tenant or (not subject and not attribute):
-        return []
+def miss(args: argparse.Namespace, found: str) -> ValueError:
+    """A read that found nothing, said with what to try: the tenants there are when
+    `--tenant` names none of them, else the names that differ from the asked ones only in
+    case or Unicode form (`--subject Mira` when the agent stored `mira`)."""
+    if not args.tenant:
+        return ValueError(found)
     with existing_store(args.db, schema=args.schema, read_only=True) as store:
         facts = store.ledger(args.tenant)
-    hints = []
-    if subject:
-        hints += [
-            f"--subject {shlex.quote(s)}"
-            for s in sorted({f.subject for f in facts})
-            if s != subject and fold(s) == fold(subject)
-        ]
+        tenants = [] if facts else tenants_of(store)
+    if not facts:
+        return ValueError(
+            f"--tenant {shlex.quote(args.tenant)}: no such tenant in {mask_uri(args.db)}"
+            f"{near_hint(near('--tenant', args.tenant, tenants))} ({some(tenants, 'tenant')})"
+        )
+    return ValueError(found + near_hint(store_hints(args, facts)))
+
+
+def tenants_of(store: SGAMStore) -> list[str]:
+    """The tenants holding current facts: the tenant labels of the store's namespaces."""
+    depth = store.tenant_at + 1
+    found = store.list_namespaces(max_depth=depth, limit=2**62)
+    return sorted({ns[depth - 1] for ns in found if len(ns) == depth})
+
+
+def some(names: list[str], noun: str, shown: int = 10) -> str:
+    """'tenants: acme, globex' or 'tenants: a, b, ... and 4,990 more' or 'no tenants'."""
+    if not names:
+        return f"no {noun}s"
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return f"{noun}s: {', '.join(names[:shown])}{more}"
+
+
+def near(flag: str, asked: str, names: Any) -> list[str]:
+    """`flag NAME` for each of `names` that differs from `asked` only in case or form."""
+    return [
+        f"{flag} {shlex.quote(n)}" for n in sorted(names) if n != asked and fold(n) == fold(asked)
+    ]
+
+
+def store_hints(args: argparse.Namespace, facts: list[Fact]) -> list[str]:
+    """Subjects (and attributes) among a tenant's `facts` that differ from the asked ones
+    only in case or Unicode normalization."""
+    subject, attribute = getattr(args, "subject", None), getattr(args, "attribute", None)
+    hints = near("--subject", subject, {f.subject for f in facts}) if subject else []
     if attribute:
         subjects = {s for s in (subject, *(h.split(" ", 1)[1] for h in hints)) if s}
-        hints += [
-            f"--attribute {shlex.quote(a)}"
-            for a in sorted({f.attribute for f in facts if not subjects or f.subject in subjects})
-            if a != attribute and fold(a) == fold(attribute)
-        ]
+        attributes = {f.attribute for f in facts if not subjects or f.subject in subjects}
+        hints += near("--attribute", attribute, attributes)
     return hints
 
 
 def near_hint(hints: list[str]) -> str:
     return f"; did you mean {' or '.join(hints)}?" if hints else ""
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 fact', '2 facts', '1,000 facts'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -237,16 +275,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
             known_at=args.known_at,
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "text": context.text,
-                    "facts": [fact_row(f) for f in context.facts],
-                    "evidence": [fact_row(f) for f in context.evidence],
-                    "history": [fact_row(f) for f in context.history],
-                },
-                indent=2,
-            )
+        print_json(
+            {
+                "text": context.text,
+                "facts": [fact_record(f) for f in context.facts],
+                "evidence": [fact_record(f) for f in context.evidence],
+                "history": [fact_record(f) for f in context.history],
+            }
         )
         return 0
     print(context.text)
@@ -273,13 +308,13 @@ def add_read_commands(sub: Any) -> None:
     get.set_defaults(func=cmd_get)
     search.add_argument("query")
     search.add_argument("--subject", help="search under this subject only")
-    search.add_argument("--filter", help='JSON, e.g. \'{"value": "2026-06-30"}\'')
+    search.add_argument("--filter", type=json_object, help='JSON, e.g. \'{"value": "2026-06-30"}\'')
     search.add_argument(
         "--mode",
         choices=["hybrid", "keyword", "vector"],
         help="default: hybrid with --embedding local, else keyword (the only index there is)",
     )
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=count, default=10, help="at most this many (default 10)")
     add_embedding_option(search)
     search.set_defaults(func=cmd_search)
     recall.add_argument("question")

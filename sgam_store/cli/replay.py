@@ -16,12 +16,13 @@ from rich.progress import Progress
 
 from sgam_store.cli import common
 from sgam_store.cli.common import add_schema_option, engine_options, live
+from sgam_store.core import clock
 from sgam_store.core.errors import SGAMError
 from sgam_store.core.models import Fact, MemoryFact
 from sgam_store.engines import mask_uri
 from sgam_store.harness import render
 from sgam_store.harness.baseline import DescriptionMemory
-from sgam_store.harness.render import fact_row, facts_table
+from sgam_store.harness.render import fact_record, facts_table
 from sgam_store.harness.scenario import (
     BUNDLED,
     Answer,
@@ -84,16 +85,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
             fact = store.fact_at(tenant, "mira", "passport_deadline", at=at)
             out["answers"].append(
                 {
-                    "tenant": tenant,
-                    "at": at,
+                    "tenant_id": tenant,
+                    "at": clock.normalize(at) if at else None,
                     "question": label,
                     "value": fact.value if fact else None,
-                    "source": fact.source_episode_id if fact else None,
+                    "source_episode_id": fact.source_episode_id if fact else None,
                 }
             )
-        out["history"] = [fact_row(f) for f in history]
+        out["history"] = [fact_record(f) for f in history]
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     for episode, tenant, value, valid_from, note in PASSPORT:
         common.console.print(
@@ -103,7 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for answer in out["answers"]:
         common.console.print(
             f"Mira's passport deadline {answer['question']}: "
-            f"[bold green]{answer['value']}[/] (source {answer['source']})"
+            f"[bold green]{answer['value']}[/] (source {answer['source_episode_id']})"
         )
     return 0
 
@@ -251,7 +252,7 @@ def replay_json(
         "answers": [answer_json(a) for a in answers],
         "verdicts": verdicts,
         "stale": {who: counts["stale"] for who, counts in verdicts.items()},
-        "ledger": [fact_row(f) for f in ledger],
+        "ledger": [fact_record(f) for f in ledger],
     }
 
 
@@ -260,12 +261,12 @@ def turn_json(turn: Turn) -> dict[str, Any]:
     return {
         "turn": turn.number,
         "episode": turn.spec.id,
-        "tenant": turn.spec.tenant,
-        "at": turn.episode.occurred_at.isoformat(),
+        "tenant_id": turn.spec.tenant,
+        "at": clock.fmt(turn.episode.occurred_at),
         "path": turn.spec.path,
         "phase": "background run" if turn.background else "turn",
         "deferred": result is None,
-        "written": [fact_row(f) for f in result.written] if result else [],
+        "written": [fact_record(f) for f in result.written] if result else [],
         "superseded": [
             {"new": s.new.fact_id, "old": s.old.fact_id}
             for s in (result.superseded if result else [])

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from sgam_store.cli.common import (
     live,
     search_index,
 )
+from sgam_store.core.errors import ForeignDatabaseError
 from sgam_store.engines import is_postgres_target, mask_uri, open_engine
 from sgam_store.lifecycle import transfer
 from sgam_store.store import SGAMStore
@@ -50,15 +53,53 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Bring another store's items in (`SGAMStore.import_items`), with a progress bar."""
-    source = args.source
-    if not is_postgres_target(source) and not Path(source).is_file():
-        raise FileNotFoundError(f"no store at {source}")
+    """Bring another store's items in (`SGAMStore.import_items`), with a progress bar. A
+    target file this run created is removed again if the import fails, so a failed run
+    leaves no empty store behind."""
+    if not is_postgres_target(args.source) and not Path(args.source).is_file():
+        raise FileNotFoundError(f"--from {args.source}: no store at that path")
+    created = not is_postgres_target(args.db) and not Path(args.db).exists()
+    try:
+        with sgam_source(args.source) as origin:
+            report = import_into(args, origin)
+    except BaseException:
+        if created:
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.db + suffix).unlink(missing_ok=True)
+        raise
+    return emit(args, f"imported {mask_uri(args.source)} into {mask_uri(args.db)}", report)
+
+
+@contextmanager
+def sgam_source(source: str) -> Iterator[SGAMStore | None]:
+    """The source opened read-only when it is an SGAM file (`sgam import` then brings in
+    its current memories, embedded by the target's index: the way to give a file written
+    without an embedding its vectors); None for any other source."""
+    if is_postgres_target(source) or source.endswith(".jsonl"):
+        yield None
+        return
+    try:
+        origin = SGAMStore(source, read_only=True)
+        origin.setup()
+    except ForeignDatabaseError:  # LangGraph's SqliteStore, say: import_items reads it
+        yield None
+        return
+    try:
+        yield origin
+    finally:
+        origin.close()
+
+
+def import_into(args: argparse.Namespace, origin: SGAMStore | None) -> dict[str, Any]:
+    """The import itself; an SGAM source's items keep its namespace layout (`tenant_at`)."""
+    tenant_at = args.tenant_at
+    if origin is not None and tenant_at is None:
+        tenant_at = origin.tenant_at
     with (
         SGAMStore.from_conn_string(
             args.db,
             index=search_index(args.embedding),
-            tenant_at=args.tenant_at,
+            tenant_at=tenant_at,
             **engine_options(args.db, args.db_schema),
         ) as store,
         Progress(console=common.console, transient=True, disable=not live(args)) as progress,
@@ -66,12 +107,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         store.setup()
         task = progress.add_task("importing", total=None)
         report = store.import_items(
-            source,
-            label=args.label,
+            args.source if origin is None else origin,
+            label=args.label or (Path(args.source).name if origin is not None else None),
             schema=args.schema,
             progress=lambda n: progress.advance(task, n),
         )
-    return emit(args, f"imported {mask_uri(source)} into {mask_uri(args.db)}", asdict(report))
+    return asdict(report)
 
 
 def add_transfer_commands(sub: Any) -> None:
@@ -86,13 +127,15 @@ def add_transfer_commands(sub: Any) -> None:
     copy.add_argument("--json", action="store_true", help="machine-readable output")
     copy.set_defaults(func=cmd_copy)
     imports = sub.add_parser(
-        "import", help="bring in the items of a LangGraph SqliteStore, PostgresStore or JSONL"
+        "import",
+        help="bring in the items of a LangGraph SqliteStore, PostgresStore, JSONL or SGAM file",
     )
     imports.add_argument(
         "--from",
         dest="source",
         required=True,
-        help="a SqliteStore file, a PostgresStore URI, or a .jsonl file of Item.dict() lines",
+        help="a SqliteStore file, a PostgresStore URI, a .jsonl file of Item.dict() lines, "
+        "or an SGAM file (its current memories; with --embedding local, to add vectors)",
     )
     imports.add_argument("--db", required=True, help="the SGAM database file or URI")
     add_schema_option(imports, "--db-schema")  # --schema names the PostgresStore's

@@ -122,6 +122,11 @@ class ExtensionLoadError(SGAMError, RuntimeError):
     """No SQLite build on this machine can load sqlite-vec."""
 
 
+# The database in the upgrade command a read-only open's SchemaVersionError names
+# (`sgam migrate --db <database>`): a placeholder the CLI fills with its own --db.
+DATABASE_PLACEHOLDER = "<database>"
+
+
 class SchemaVersionError(SGAMError, RuntimeError):
     """The database was written by a newer sgam-store than this one, or, opened read-only,
     by an older one (a read-only open does not upgrade: `sgam migrate` does)."""

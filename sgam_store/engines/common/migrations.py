@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from sgam_store.core import namespaces
-from sgam_store.core.errors import DimensionMismatchError, SchemaVersionError
+from sgam_store.core.errors import (
+    DATABASE_PLACEHOLDER,
+    DimensionMismatchError,
+    SchemaVersionError,
+)
 from sgam_store.engines.common.dialect import Dialect
 
 
@@ -24,8 +28,7 @@ def check_version(found: int, latest: int) -> None:
 # Read-only opens (`SGAMStore(..., read_only=True)`) create and upgrade nothing: what they
 # say when the database holds no store, or an older schema.
 NO_STORE = "it holds no sgam-store database, and a read-only open creates none"
-UPGRADE_TARGET = "<database>"
-UPGRADE = f"sgam migrate --db {UPGRADE_TARGET}"
+UPGRADE = f"sgam migrate --db {DATABASE_PLACEHOLDER}"
 
 
 def older(found: int, latest: int) -> str:

@@ -8,7 +8,9 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from html import unescape as html_unescape
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -241,6 +243,29 @@ def test_paging_bounds(client: TestClient) -> None:
     assert [k["has_next"] for k in keys][: len(listed)] == [True] * (len(listed) - 1) + [False]
     filtered = client.get("/keys.json", params={"tenant": "acme", "filter": "PASSPORT"}).json()
     assert [r["key"] for r in filtered["rows"]] == ["passport_deadline"]
+
+
+NEXT = re.compile(r'<a rel="next" href="([^"]+)"')
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [("tenants", {}), ("subjects", {"tenant": "acme"}), ("keys", {"tenant": "acme"})],
+)
+def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict) -> None:
+    """Each list, one row a page, followed by its "next" links: every page answers 200
+    and the rows read are exactly the JSON twin's whole list, in order."""
+    whole = client.get(f"/{page}.json", params={**params, "per_page": 200}).json()["rows"]
+    url, pages, rows = f"/{page}?{urlencode({**params, 'per_page': 1})}", 0, []
+    while url:
+        html = client.get(html_unescape(url))
+        assert html.status_code == 200, (url, html.text[-400:])
+        pages += 1
+        found = NEXT.search(html.text)
+        url = found.group(1) if found else ""
+        assert ('rel="prev"' in html.text) == (pages > 1)
+        rows += client.get(html.url.path + ".json", params=html.url.params).json()["rows"]
+    assert pages == len(whole) > 1 and rows == whole
 
 
 @pytest.mark.parametrize(

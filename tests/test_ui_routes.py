@@ -21,6 +21,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from sgam_store import MemoryFact, SGAMStore
+from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
@@ -74,15 +75,53 @@ def test_the_key_page_lists_the_keys_history_with_provenance(seeded, client) -> 
     store, _ = seeded
     data = client.get("/key.json", params=KEY).json()
     history = store.history("acme", "mira", "passport_deadline")
-    assert [v["fact_id"] for v in data["versions"]] == [f.fact_id for f in history]
-    assert [v["value"] for v in data["versions"]] == ["2026-08-01", "2026-07-15", "2026-06-30"]
-    e2 = data["versions"][-1]
+    believed = [v for v in data["versions"] if v["believed"]]
+    assert sorted(v["fact_id"] for v in believed) == sorted(f.fact_id for f in history)
+    assert [v["value"] for v in believed] == ["2026-07-15", "2026-06-30", "2026-08-01"]
+    e2 = next(v for v in believed if v["source_episode_id"] == "e2")
     assert e2["replaced"]["fact_id"] == history[1].fact_id
     assert e2["replaced"]["attribute"] == "passport_deadline"
     assert e2["source"]["episode_id"] == "e2" and e2["source"]["speaker"] == "mira"
     assert "June 30" in e2["source"]["text"] or "2026-06-30" in e2["source"]["text"]
-    html = client.get("/key", params=KEY).text
-    assert html.count("<tr data-fact-id=") == len(history)
+
+
+BAR = re.compile(r'<g class="version (\w+)" data-fact-id="(\d+)"')
+ROW = re.compile(r'<tr data-fact-id="(\d+)" class="(\w+)')
+
+
+def test_the_key_table_lists_exactly_the_versions_its_picture_draws(seeded, client) -> None:
+    """Issue 38: the retired version the picture hatches is in the table too, each row
+    says when its fact was first believed (not when this row began), no writer column
+    stays empty, and a memory superseded under another key links to its replacement
+    and does not claim to supersede itself."""
+    store, _ = seeded
+    for attribute in ("passport_deadline", "answer_style", "reply_format"):
+        params = {**KEY, "attribute": attribute}
+        html = client.get("/key", params=params).text
+        versions = store.versions("acme", "mira", attribute)
+        bars = [(int(i), state) for state, i in BAR.findall(html)]
+        rows = [(int(i), "current" if c == "believed" else c) for i, c in ROW.findall(html)]
+        assert (
+            bars == rows == [(v.fact_id, "retired" if v.known_to else "current") for v in versions]
+        )
+        assert "<th>writer</th>" not in html
+        data = client.get("/key.json", params=params).json()["versions"]
+        assert [v["recorded_at"] for v in data] == [
+            f.recorded_at.isoformat().replace("+00:00", "Z") for f in versions
+        ]
+    e1 = store.versions("acme", "mira", "passport_deadline")[1]  # believed since 06-03
+    assert e1.known_from > e1.recorded_at
+    row = client.get("/key", params=KEY).text.split(f'<tr data-fact-id="{e1.fact_id}" ')[2]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.split("</tr>")[0], re.S)
+    assert cells[5] == clock.readable_one(e1.recorded_at) == "2026-06-01T09:00:00Z"
+    assert cells[4].startswith(clock.readable_one(e1.known_from)[:16])  # 06-03, this row's
+    old = client.get("/key", params={**KEY, "attribute": "answer_style"}).text
+    [replaced_by] = re.findall(r'data-side="old">([^<]*)<a href="([^"]+)">', old)
+    assert replaced_by[0].startswith("superseded by #") and "reply_format" in replaced_by[1]
+    style = store.versions("acme", "mira", "answer_style")[-1]
+    assert f"supersedes #{style.fact_id}" not in old
+    new = client.get("/key", params={**KEY, "attribute": "reply_format"}).text
+    assert f'data-side="new">supersedes #{style.fact_id}' in new
 
 
 def test_point_in_time_parameters_reanswer_every_page(client: TestClient) -> None:

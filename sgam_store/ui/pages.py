@@ -10,13 +10,13 @@ another tenant.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
+from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
@@ -27,7 +27,7 @@ from sgam_store.ui.params import (
     number,
     text,
 )
-from sgam_store.viz import timeline_svg
+from sgam_store.viz import timeline_svg, value_text
 
 if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
@@ -101,15 +101,31 @@ class Inspector:
 
 
 def shown(value: Any) -> str:
-    """A value as one line of text: strings as they are, anything else as JSON."""
-    if isinstance(value, dict) and set(value) == {"value"}:
-        value = value["value"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A value as a person reads it (`viz.value_text`: LangMem's `{"content": ...}` as
+    its content, strings as they are, anything else as JSON), as the picture shows it."""
+    return value_text(value)
 
 
 def stamp(moment: datetime) -> str:
-    """A UTC time as the rest of the pages show it (pydantic's JSON form: a Z suffix)."""
+    """A UTC time at full precision, for the JSON twins (pydantic's form: a Z suffix);
+    HTML shows it through `times`."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def times(rows: Iterable[Mapping[str, Any]], *fields: str) -> dict[str, str]:
+    """For a template: each time one listing shows (`fields` of its rows, full-precision
+    text) as a person reads it, to the second, with microseconds only where two distinct
+    instants of the listing would otherwise read the same (`clock.readable`)."""
+    found = sorted({row[f] for row in rows for f in fields if row.get(f)})
+    return dict(zip(found, clock.readable(found), strict=True))
+
+
+def moment(value: str | None) -> str:
+    """For a template: one time (a parameter, a header) to the second; '' for none."""
+    return clock.readable_one(value) or "" if value else ""
+
+
+TEMPLATE_GLOBALS = {"times": times, "moment": moment, "shown": shown}
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:
@@ -241,7 +257,9 @@ class KeysPage(Page):
 
 
 class KeyPage(Page):
-    """One key: its versions in valid and belief time, each with its provenance."""
+    """One key: every version the store wrote, the rows its picture draws (retired ones
+    included), each with when its fact was first believed, who said it, and the memories
+    it replaced or was replaced by (a correction written under another key included)."""
 
     template = "key.html"
     title = "Key"
@@ -252,39 +270,29 @@ class KeyPage(Page):
         attribute = text(self.query, "attribute", required=True)
         store, when = self.app.store, self.when
         try:
-            versions = store.history(tenant, subject, attribute, known_at=when.known_at)
+            versions = store.for_tenant(tenant).versions(tenant, subject, attribute)
             shown_fact = store.fact_at(
                 tenant, subject, attribute, at=when.valid_at, known_at=when.known_at
             )
+            history = store.history(tenant, subject, attribute)
         except ValueError as exc:
             raise BadParameter(str(exc)) from None
-        if not versions:
+        known_at = None if when.known_at is None else clock.to_utc(when.known_at)
+        if not versions or (known_at and all(v.known_from > known_at for v in versions)):
             raise NotFound(f"no key {attribute!r} for subject {subject!r}")
-        by_id = {f.fact_id: f for f in versions}
+        links = Links(store, tenant, {f.fact_id: f for f in history})
+        last = {v.fact_id: i for i, v in enumerate(versions)}  # a fact's latest row
         return {
             "tenant": tenant,
             "subject": subject,
             "attribute": attribute,
             "value": None if shown_fact is None else shown(shown_fact.value),
             "value_fact_id": None if shown_fact is None else shown_fact.fact_id,
-            "versions": [self._version(tenant, f, by_id) for f in versions],
+            "versions": [
+                version_json(v, links, known_at, decisions=last[v.fact_id] == i)
+                for i, v in enumerate(versions)
+            ],
             "picture": self._picture(tenant, subject, attribute),
-        }
-
-    def _version(self, tenant: str, fact: Fact, by_id: dict[int, Fact]) -> dict[str, Any]:
-        replaced = by_id.get(fact.supersedes_fact_id or -1)
-        return {
-            **fact_json(fact),
-            "shown_value": shown(fact.value),
-            "source": source_json(self.app.store, fact, tenant),
-            "replaced": None
-            if fact.supersedes_fact_id is None
-            else {
-                "fact_id": fact.supersedes_fact_id,
-                "subject": replaced.subject if replaced else None,
-                "attribute": replaced.attribute if replaced else None,
-            },
-            "decisions": [vars(d) for d in self.app.store.supersession_decisions(fact)],
         }
 
     def _picture(self, tenant: str, subject: str, attribute: str) -> str:
@@ -296,6 +304,74 @@ class KeyPage(Page):
             valid_at=self.when.valid_at,
             known_at=self.when.known_at,
         )
+
+
+def version_json(
+    v: Fact, links: Links, known_at: datetime | None, *, decisions: bool
+) -> dict[str, Any]:
+    """One row of the key's table: the version as stored, whether it was believed at
+    the page's instant, its source, the fact it replaced, and (on a fact's latest row
+    only, so a fact's decisions show once) the review decisions naming it."""
+    believed = (known_at is None or v.known_from <= known_at) and (
+        v.known_to is None or (known_at is not None and known_at < v.known_to)
+    )
+    return {
+        **fact_json(v),
+        "shown_value": shown(v.value),
+        "believed": believed,
+        "source": links.source(v),
+        "replaced": None
+        if v.supersedes_fact_id is None
+        else {"fact_id": v.supersedes_fact_id, **(links.key_of(v.supersedes_fact_id) or {})},
+        "decisions": links.decisions(v) if decisions else [],
+    }
+
+
+@dataclass
+class Links:
+    """What a key's rows point at, each looked up once: sources by episode id, the keys
+    of the facts a row names (this key's history, which holds the other keys' memories
+    it superseded, or the change feed at the instant a decision was recorded)."""
+
+    store: SGAMStore
+    tenant: str
+    known: dict[int, Fact]
+    said: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def source(self, fact: Fact) -> dict[str, Any]:
+        if fact.source_episode_id not in self.said:
+            self.said[fact.source_episode_id] = source_json(self.store, fact, self.tenant)
+        return self.said[fact.source_episode_id]
+
+    def key_of(self, fact_id: int, at: str | None = None) -> dict[str, str] | None:
+        """The subject and key of a fact, from the history, else from the changes
+        written at `at` (a decision's instant: the other memory was revised or closed)."""
+        if fact_id in self.known:
+            fact = self.known[fact_id]
+            return {"subject": fact.subject, "attribute": fact.attribute}
+        if at is None:
+            return None
+        end = clock.to_utc(at) + clock.MICROSECOND
+        for change in self.store.for_tenant(self.tenant).changes(at, until=end, limit=50):
+            if change.fact_id == fact_id:
+                return {"subject": change.subject, "attribute": change.attribute}
+        return None
+
+    def decisions(self, fact: Fact) -> list[dict[str, Any]]:
+        """The decisions naming the fact, each from its side: "supersedes" the other
+        memory when the fact is the new one, "superseded by" it when the old one."""
+        out = []
+        for d in self.store.supersession_decisions(fact, tenant_id=self.tenant):
+            newer = d.new_fact_id == fact.fact_id
+            other = d.old_fact_id if newer else d.new_fact_id
+            out.append(
+                {
+                    **vars(d),
+                    "side": "new" if newer else "old",
+                    "other": {"fact_id": other, **(self.key_of(other, d.decided_at) or {})},
+                }
+            )
+        return out
 
 
 def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:

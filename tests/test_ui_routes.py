@@ -516,3 +516,28 @@ def test_episode_erasure_preview_is_the_purge_dry_run(target: str) -> None:
         assert store.get_episode("e1", tenant_id="acme") is not None  # nothing erased
         assert store.purge_episode("acme", "e1").to_dict() == preview
         assert client.get("/episode", params=params).status_code == 404
+
+
+def test_search_says_which_hit_set_a_flattened_score(store: SGAMStore, target: str) -> None:
+    """Issue 38: "city 7" ranks first for "preference number 7" (BM25: the other two
+    words are in half the tenant's memories) and every hit below scores its share,
+    1/3, the exact match included. The ranking and scores stay the store's; the page
+    says that the exact match's score was set by hit #1, and why."""
+    for n in range(1, 40):
+        store.put(("acme", f"u{n}"), "preference", {"text": f"preference number {n}"})
+        store.put(("acme", f"u{n}"), "city", {"text": f"city {n}"})
+    client = TestClient(create_app(store))
+    params = {"tenant": "acme", "q": "preference number 7"}
+    hits = client.get("/search.json", params=params).json()["hits"]
+    found = store.for_tenant("acme").search((), query="preference number 7", limit=10)
+    assert [(h["key"], h["score"]) for h in hits] == [(i.key, i.score) for i in found]
+    for hit in hits:  # a score is the hit's own share, or names the hit whose it is
+        setter = hits[hit["score_from"] - 1] if hit["score_from"] else hit
+        assert setter["keyword"] == pytest.approx(hit["score"], abs=5e-5)
+    html = client.get("/search", params=params).text
+    assert "lowest</em> share of the query" in html
+    assert html.count('set-by">set by #') == sum(h["score_from"] is not None for h in hits)
+    if not target.startswith("postgres"):  # FTS5's BM25 ranks "city 7" first
+        exact = next(h for h in hits if h["value"] == '{"text": "preference number 7"}')
+        assert exact["keyword"] == 1.0 > exact["score"] and exact["score_from"] == 1
+        assert html.count('set-by">set by #1<') == len(hits) - 1

@@ -417,8 +417,16 @@ class SearchPage(Page):
             view = self.app.view(tenant, self.when)
             relative = self.app.relative_of(tenant, prefix)
             found = view.explain_search(relative, q, limit=limit)
-            hits = [self._hit(tenant, e) for e in found]
-        return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
+            hits = score_sources([self._hit(tenant, e) for e in found])
+        scale = "cosine" if any(h["cosine"] is not None for h in hits) else "keyword"
+        return {
+            "tenant": tenant,
+            "q": q,
+            "prefix": prefix,
+            "limit": limit,
+            "scale": scale,
+            "hits": hits,
+        }
 
     def _hit(self, tenant: str, explained: Any) -> dict[str, Any]:
         item = explained.item
@@ -436,6 +444,29 @@ class SearchPage(Page):
             "valid_from": stamp(item.updated_at),
             "current": current is not None and current.valid_from == item.updated_at,
         }
+
+
+def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Say where each hit's score comes from, since it need not be the hit's own signal.
+
+    A score never rises down the list (so a threshold keeps a prefix of the ranking).
+    In keyword search it is the lowest share of the query's terms held by the hit or any
+    hit above it (`read.search.calibrated`): BM25 may rank first a short memory holding
+    one rare term of the query ("city 7" for "preference number 7", whose other words
+    are in half the tenant's memories), and every hit below then scores that share,
+    the exact match included. With vectors it is the highest cosine of the hit or any
+    below it (`ranking.similarity_scores`). `score_from` is the 1-based rank of the hit
+    whose own signal set the score, None where the hit's own did."""
+    scale = "cosine" if any(h["cosine"] is not None for h in hits) else "keyword"
+    own = [h[scale] for h in hits]
+    for i, hit in enumerate(hits):
+        hit["score_from"] = None
+        if hit["score"] is None or (own[i] is not None and abs(own[i] - hit["score"]) < 5e-5):
+            continue
+        setters = [j for j, o in enumerate(own) if o is not None and abs(o - hit["score"]) < 5e-5]
+        if setters:
+            hit["score_from"] = min(setters, key=lambda j: abs(j - i)) + 1
+    return hits
 
 
 class ReviewPage(Page):

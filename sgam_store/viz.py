@@ -203,6 +203,7 @@ class _Frame:
     height: int
     scale: _Scale
     instants: list[datetime]  # every known_from and known_to, in order
+    said: dict[datetime, str]  # every instant of the key as a person reads it
 
     @classmethod
     def fit(
@@ -217,7 +218,12 @@ class _Frame:
         left, right = MARGIN["left"], width - MARGIN["right"] - OPEN_ZONE
         scale = _Scale.fit(sorted(edges | ends), left, right)
         believed = {v.known_from for v in versions} | {v.known_to for v in versions if v.known_to}
-        return cls(width, height, scale, sorted(believed))
+        said = {
+            moment: str(text)
+            for group in (list(edges), list(believed))  # two clocks, each read on its own
+            for moment, text in zip(group, clock.readable(group), strict=True)
+        }
+        return cls(width, height, scale, sorted(believed), said)
 
     # ------------------------------------------------------------ geometry
 
@@ -273,13 +279,11 @@ class _Frame:
         # A white edge keeps bars that touch (a close and its successor) apart.
         stroke = ' stroke="white"' if believed else f' stroke="{RETIRED}" stroke-dasharray="4 2"'
         label = value_text(v.value)
-        valid, belief = (
-            clock.readable([v.valid_from, v.valid_to]),
-            clock.readable([v.known_from, v.known_to]),
-        )
+        said = self.said
         tip = (
-            f"#{v.fact_id} {_shorten(label, 200)}\nvalid {valid[0]} → {valid[1] or 'open'}\n"
-            f"believed {belief[0]} → {belief[1] or 'now'}\nsaid in {v.source_episode_id}"
+            f"#{v.fact_id} {_shorten(label, 200)}\nvalid {said[v.valid_from]} → "
+            f"{said[v.valid_to] if v.valid_to else 'open'}\nbelieved {said[v.known_from]} → "
+            f"{said[v.known_to] if v.known_to else 'now'}\nsaid in {v.source_episode_id}"
         )
         parts = [
             f'<g class="version {state}" data-fact-id="{v.fact_id}" '

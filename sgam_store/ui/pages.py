@@ -292,18 +292,26 @@ class KeyPage(Page):
                 version_json(v, links, known_at, decisions=last[v.fact_id] == i)
                 for i, v in enumerate(versions)
             ],
-            "picture": self._picture(tenant, subject, attribute),
+            "picture": timeline_svg(
+                Drawn(versions),
+                tenant,
+                subject,
+                attribute,
+                valid_at=when.valid_at,
+                known_at=when.known_at,
+            ),
         }
 
-    def _picture(self, tenant: str, subject: str, attribute: str) -> str:
-        return timeline_svg(
-            self.app.store.for_tenant(tenant),
-            tenant,
-            subject,
-            attribute,
-            valid_at=self.when.valid_at,
-            known_at=self.when.known_at,
-        )
+
+@dataclass(frozen=True)
+class Drawn:
+    """The versions the page read, handed to the picture (`viz.Versioned`), so the
+    picture draws exactly the table's rows and the key is read once."""
+
+    rows: list[Fact]
+
+    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+        return self.rows
 
 
 def version_json(

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from sgam_store import MemoryFact, SGAMStore
+from sgam_store import MemoryFact, SGAMStore, Verdict
 from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri
@@ -544,3 +544,32 @@ def test_search_says_which_hit_set_a_flattened_score(store: SGAMStore, target: s
         exact = next(h for h in hits if h["value"] == '{"text": "preference number 7"}')
         assert exact["keyword"] == 1.0 > exact["score"] and exact["score_from"] == 1
         assert html.count('set-by">set by #1<') == len(hits) - 1
+
+
+def test_real_values_read_as_text_and_times_to_the_second(store: SGAMStore) -> None:
+    """Issue 38: a LangMem memory shows its content, a long one cut once (the rest in
+    <details>, so the text is on the page once); review evidence reads as fields, not
+    JSON with \\u0027 escapes; times read to the second in HTML and keep their
+    microseconds in JSON; an "as of" comes back readable, not as ...00.000000Z."""
+    long = "I'd rather take the train. " * 200
+    store.put(("acme", "mira"), "note", {"content": long})
+    store.put(("acme", "mira"), "short", {"content": "Mira's tea: green"})
+    new = store.put(("acme", "mira"), "fix", {"content": "Mira's tea is now black"})
+    old = store.fact_at("acme", "mira", "short")
+    assert new is None and old is not None
+    fix = store.fact_at("acme", "mira", "fix")
+    evidence = {"new": {"content": "Mira's tea is now black"}, "old": "Mira's tea: green"}
+    verdict = Verdict(old.fact_id, "supersedes", "it's a correction", 0.9, evidence)
+    store.apply_supersession(fix.fact_id, [verdict], decided_by="person", tenant_id="acme")
+    client = TestClient(create_app(store))
+    keys = client.get("/keys", params={"tenant": "acme", "subject": "mira"}).text
+    assert "Mira&#39;s tea is now black" in keys and "{&#34;content" not in keys
+    assert keys.count("train.") == 200  # the whole text, once: cut at a space, not twice
+    assert '<details class="long">' in keys
+    review = client.get("/review", params={"tenant": "acme"}).text
+    assert "\\u0027" not in review and "<dt>new</dt><dd>Mira&#39;s tea is now black</dd>" in review
+    key = {"tenant": "acme", "subject": "mira", "attribute": "fix"}
+    page = client.get("/key", params={**key, "valid_at": "2030-01-01"}).text
+    assert 'value="2030-01-01T00:00:00Z"' in page  # the "as of" input, readable
+    assert ".000000Z" not in re.sub(r"<[^>]+>", "", page)  # (links keep full precision)
+    assert re.search(r"\d{2}:\d{2}:\d{2}\.\d{6}", client.get("/key.json", params=key).text)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from markupsafe import Markup
+
 from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
@@ -112,12 +114,17 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def times(rows: Iterable[Mapping[str, Any]], *fields: str) -> dict[str, str]:
+def times(rows: Iterable[Mapping[str, Any]], *fields: str) -> dict[str, Markup]:
     """For a template: each time one listing shows (`fields` of its rows, full-precision
     text) as a person reads it, to the second, with microseconds only where two distinct
-    instants of the listing would otherwise read the same (`clock.readable`)."""
+    instants of the listing would otherwise read the same (`clock.readable`). A narrow
+    column may break it after the date, nowhere else (`<wbr>`: a date's hyphens before
+    digits are no break)."""
     found = sorted({row[f] for row in rows for f in fields if row.get(f)})
-    return dict(zip(found, clock.readable(found), strict=True))
+    return {
+        raw: Markup("T<wbr>").join(str(text).split("T", 1))
+        for raw, text in zip(found, clock.readable(found), strict=True)
+    }
 
 
 def moment(value: str | None) -> str:

@@ -889,6 +889,24 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
             return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
+    def facts_citing(
+        self,
+        episode_id: str,
+        *,
+        tenant_id: str,
+        known_at: clock.Timestamp | None = None,
+        limit: int = 200,
+    ) -> list[Fact]:
+        """The believed facts of `tenant_id` whose source is `episode_id` (as believed at
+        `known_at`), by key and valid_from, at most `limit`: the episode's own facts,
+        found by their source, whatever the tenant's size."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        tenant = self.layout.check_tenant(tenant_id)
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return ledger.citing(self.engine, tenant, episode_id, _ts(known_at), limit)
+
     def changes(
         self,
         since: clock.Timestamp,

@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
-from sgam_store.managers.supersession import pending_reviews
+from sgam_store.managers.supersession import (
+    Queued,
+    memory_text,
+    pending_reviews,
+    recent_decisions,
+    review_queue,
+)
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -34,7 +40,8 @@ if TYPE_CHECKING:
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
-DECISION_FACTS = 500  # the review page looks up decisions of at most this many facts
+QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
+DECISIONS = 100  # the review page shows the tenant's latest decisions, at most this many
 
 
 class NotFound(LookupError):
@@ -364,44 +371,51 @@ class SearchPage(Page):
 
 class ReviewPage(Page):
     """The supersession queue with the candidates a review would show, and the past
-    decisions with their evidence and reason (undo is a POST, with writes enabled)."""
+    decisions with their evidence and reason (undo is a POST, with writes enabled).
+
+    Read-only, a memory of a large namespace lists no candidates but the search a review
+    runs for them (`search`: its query and prefix), so the page costs index lookups per
+    memory shown; with writes enabled, where a person decides, the search runs."""
 
     template = "review.html"
     title = "Corrections under review"
 
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
-        limit = number(self.query, "limit", 50, 1, MAX_PER_PAGE)
-        reviews, _ = pending_reviews(self.app.store, tenant, limit=limit)
+        limit = number(self.query, "limit", QUEUE_SHOWN, 1, MAX_PER_PAGE)
+        store = self.app.store
+        if self.app.allow_writes:
+            reviews, _ = pending_reviews(store, tenant, limit=limit)
+            waiting = [Queued(r.new, r.candidates) for r in reviews]
+        else:
+            waiting, _ = review_queue(store, tenant, limit=limit)
         return {
             "tenant": tenant,
-            "queue": [
-                {
-                    "new": {**fact_json(r.new), "shown_value": shown(r.new.value)},
-                    "candidates": [
-                        {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
-                        for c in r.candidates
-                    ],
-                }
-                for r in reviews
+            "queue": [self._queued(tenant, q) for q in waiting],
+            "decisions": tenant_decisions(store, tenant),
+        }
+
+    def _queued(self, tenant: str, queued: Queued) -> dict[str, Any]:
+        new = queued.new
+        search = None
+        if queued.candidates is None:
+            search = {"q": memory_text(new.value), "prefix": new.subject}
+        return {
+            "new": {**fact_json(new), "shown_value": shown(new.value)},
+            "candidates": [
+                {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
+                for c in queued.candidates or []
             ],
-            "decisions": tenant_decisions(self.app.store, tenant),
+            "search": search,
         }
 
 
 def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's review decisions, newest first, each with the keys of its two
-    memories: looked up per believed fact (the public API lists no decisions), for at
-    most DECISION_FACTS facts."""
-    facts = {f.fact_id: f for f in store.ledger(tenant)[:DECISION_FACTS]}
-    found: dict[int, Any] = {}
-    for fact in facts.values():
-        for decision in store.supersession_decisions(fact):
-            found[decision.decision_id] = decision
-    newest = sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    """The tenant's latest review decisions, newest first, each with the keys of its two
+    memories (`recent_decisions`: DECISIONS of them, read by decision, not by fact)."""
     return [
-        {**vars(d), "new": _key(facts.get(d.new_fact_id)), "old": _key(facts.get(d.old_fact_id))}
-        for d in newest
+        {**vars(d.decision), "new": _key(d.new), "old": _key(d.old)}
+        for d in recent_decisions(store, tenant, limit=DECISIONS)
     ]
 
 
@@ -428,10 +442,12 @@ class EpisodePage(Page):
         if self.app.allow_writes:
             preview = store.purge_episode(tenant, episode_id, dry_run=True).to_dict()
         erased = set(preview["fact_ids"]) if preview else set()
+        cited = store.facts_citing(
+            episode_id, tenant_id=tenant, known_at=self.when.known_at, limit=MAX_PER_PAGE
+        )
         facts = [
             {**fact_json(f), "shown_value": shown(f.value), "erased": f.fact_id in erased}
-            for f in store.ledger(tenant, known_at=self.when.known_at)
-            if f.source_episode_id == episode_id
+            for f in cited
         ]
         return {
             "tenant": tenant,

@@ -19,7 +19,7 @@ from sgam_store.managers.supersession import (
     review_queue,
 )
 from sgam_store.testing.realistic import Realistic, build
-from sgam_store.ui import create_app
+from sgam_store.ui import create_app, pages
 
 ENGINES = ("sqlite", "postgres")
 
@@ -178,12 +178,22 @@ def _pages(made: Realistic, store_path: str) -> dict[str, tuple[str, dict[str, s
     }
 
 
-@pytest.mark.parametrize("page", ["keys", "review", "episode", "changes"])
+@pytest.mark.parametrize(
+    "page", ["tenants", "subjects", "subjects p2", "keys", "review", "episode", "changes"]
+)
 def test_one_request_reads_a_bounded_amount(
-    page: str, stores: dict[int, Realistic], inspect: Callable[..., int]
+    page: str,
+    stores: dict[int, Realistic],
+    inspect: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Five times the facts, about five times the big tenant, at most 1.5 times the work:
-    a page reads its rows and index lookups, not the tenant (SQLite: counts its steps)."""
+    a page reads its rows and index lookups, not the tenant (SQLite: counts its steps).
+    Counts stop at a cap (1,000 subjects, 10,000 facts); a cap of 10 here, so both
+    stores pass it and what remains is the page's own reading."""
+    monkeypatch.setattr(pages, "COUNT_CAP", 10)
+    monkeypatch.setattr(pages, "SUBJECTS_CAP", 10)
+    monkeypatch.setattr(pages, "TOTALS_CAP", 10)
     work = {}
     for size, made in stores.items():
         path, params = _pages(made, made.path)[page]
@@ -193,3 +203,25 @@ def test_one_request_reads_a_bounded_amount(
 
 def test_the_generated_stores_differ_five_fold(stores: dict[int, Realistic]) -> None:
     assert stores[LARGE].facts >= 4.5 * stores[SMALL].facts
+
+
+def test_names_by_index_seeks(store: SGAMStore) -> None:
+    """Tenants and a tenant's subjects holding a current fact, in order, paged by name."""
+    store.batch(
+        [
+            PutOp(ns, "k", {"text": "x"})
+            for ns in (("b", "x"), ("a", "y", "z"), ("a", "y"), ("a",), ("c", "gone"))
+        ]
+    )
+    store.delete(("c", "gone"), "k")  # closed: no longer current
+    assert store.tenant_names() == ["a", "b"]
+    assert store.tenant_names(after="a") == ["b"]
+    assert store.tenant_names(limit=1) == ["a"]
+    assert store.subject_names("a") == ["", "y", "y.z"]  # "": the tenant's own namespace
+    assert store.subject_names("a", after="") == ["y", "y.z"]
+    assert store.subject_names("a", after="y", limit=1) == ["y.z"]
+    assert store.subject_names("c") == []
+    assert store.capped_totals(cap=2) == {"facts": 3, "episodes": 0}  # 4 current: more than 2
+    assert store.capped_totals() == {"facts": 4, "episodes": 0}
+    with pytest.raises(ValueError, match="limit"):
+        store.tenant_names(limit=0)

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
+COUNT_CAP = 1000  # a list of names is counted this far (a page reads its names by seeks)
+SUBJECTS_CAP = 100  # each tenant's subjects, on the tenants page, are counted this far
+TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
 DECISIONS = 100  # the review page shows the tenant's latest decisions, at most this many
@@ -145,29 +148,48 @@ class Page:
 
 
 class TenantsPage(Page):
+    """The tenants, a page at a time. Now, the names are read by index seeks (one per
+    name, `tenant_names`), each tenant's subjects counted up to SUBJECTS_CAP the same way,
+    and the totals counted up to TOTALS_CAP; at another instant, from the listing."""
+
     template = "tenants.html"
     title = "Tenants"
 
     def data(self) -> dict[str, Any]:
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
-        page = page_slice(names, paging)
-        rows = [
-            {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
-            for t in page["rows"]
-        ]
-        totals = self.app.store.stats()["rows"]
+        store, now = self.app.store, self.when.now
+        if self.app.tenant is None and now:
+            rows, has_next, total = name_page(lambda n: store.tenant_names(limit=n), paging, needle)
+        else:
+            names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
+            page = page_slice(names, paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
+        counted = store.capped_totals(TOTALS_CAP)
         return {
-            **page,
-            "rows": rows,
+            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
+            "total": total,
+            "has_next": has_next,
             "filter": needle,
             "paging": vars(paging),
-            "totals": {k: totals.get(k) for k in ("tenants", "current_facts", "episodes")},
+            "totals": {
+                "tenants": total,
+                "current_facts": capped(counted["facts"], TOTALS_CAP),
+                "episodes": capped(counted["episodes"], TOTALS_CAP),
+            },
         }
+
+    def _subjects(self, tenant: str) -> int | str:
+        if self.when.now:
+            found = self.app.store.subject_names(tenant, limit=SUBJECTS_CAP + 1)
+            return capped(len(found), SUBJECTS_CAP)
+        return len(self.app.view(tenant, self.when).list_namespaces(limit=2**62))
 
 
 class SubjectsPage(Page):
+    """A tenant's subjects, a page at a time: now, read by index seeks (`subject_names`)
+    and counted up to COUNT_CAP; at another instant, from the listing."""
+
     template = "subjects.html"
     title = "Subjects"
 
@@ -175,17 +197,48 @@ class SubjectsPage(Page):
         tenant = self.app.tenant_of(self.query)
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
-        subjects = (self.app.subject_of(tenant, ns) for ns in listed)
-        names = [s for s in subjects if needle.lower() in s.lower()]
-        page = page_slice(names, paging)
+        if self.when.now:
+            store = self.app.store
+            rows, has_next, total = name_page(
+                lambda n: store.subject_names(tenant, limit=n), paging, needle
+            )
+        else:
+            listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
+            subjects = (self.app.subject_of(tenant, ns) for ns in listed)
+            page = page_slice([s for s in subjects if needle.lower() in s.lower()], paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
         return {
             "tenant": tenant,
             "filter": needle,
             "paging": vars(paging),
-            **page,
-            "keys": self.app.current_keys(tenant, page["rows"], self.when),
+            "rows": rows,
+            "total": total,
+            "has_next": has_next,
+            "keys": self.app.current_keys(tenant, rows, self.when),
         }
+
+
+def capped(count: int, cap: int) -> int | str:
+    """A count read up to `cap` (`cap` + 1 means more): the number, or "cap+"."""
+    return f"{cap:,}+" if count > cap else count
+
+
+def name_page(
+    fetch: Callable[[int], list[str]], paging: Paging, needle: str
+) -> tuple[list[str], bool, int | str]:
+    """One page of a list of names read from its start by `fetch(limit)`, whether more
+    follow, and how many there are, counted up to COUNT_CAP (or the page's end, if
+    further). A filter looks through the first SCAN_PAGES * MAX_PER_PAGE names only."""
+    end = paging.offset + paging.per_page
+    if needle:
+        scan = SCAN_PAGES * MAX_PER_PAGE
+        names = fetch(scan + 1)
+        matched = [n for n in names[:scan] if needle.lower() in n.lower()]
+        total = f"{len(matched):,}+" if len(names) > scan else len(matched)
+        return matched[paging.offset : end], len(matched) > end, total
+    cap = max(end, COUNT_CAP)
+    names = fetch(cap + 1)
+    return names[paging.offset : end], len(names) > end, capped(len(names), cap)
 
 
 class KeysPage(Page):

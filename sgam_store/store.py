@@ -927,6 +927,20 @@ class SGAMStore(BaseStore):
             found = names.namespaces(self.engine, tenant, namespaces.to_text(start), limit)
         return [self.layout.split(namespaces.from_text(ns))[1] for ns in found]
 
+    def subject_facts(
+        self, tenant_id: str, subject: str, *, limit: int = 50, offset: int = 0
+    ) -> list[Fact]:
+        """One page of the subject's current facts (its own namespace, not those below),
+        by key: read in key order from an index, so a page costs its rows whatever the
+        tenant's size (a tenant view's listing goes newest first through the tenant)."""
+        _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant_id):
+            return names.namespace_page(self.engine, ns, limit, offset)
+
     def capped_totals(self, cap: int = 10_000) -> dict[str, int]:
         """Current facts and episodes of the whole store, each counted up to `cap` (cap + 1
         means more): a bounded read where `stats()` counts every row."""

@@ -189,7 +189,7 @@ def test_one_request_reads_a_bounded_amount(
 ) -> None:
     """Five times the facts, about five times the big tenant, at most 1.5 times the work:
     a page reads its rows and index lookups, not the tenant (SQLite: counts its steps).
-    Counts stop at a cap (1,000 subjects, 10,000 facts); a cap of 10 here, so both
+    Counts stop at a cap (200 subjects, 10,000 facts); a cap of 10 here, so both
     stores pass it and what remains is the page's own reading."""
     monkeypatch.setattr(pages, "COUNT_CAP", 10)
     monkeypatch.setattr(pages, "SUBJECTS_CAP", 10)
@@ -225,3 +225,16 @@ def test_names_by_index_seeks(store: SGAMStore) -> None:
     assert store.capped_totals() == {"facts": 4, "episodes": 0}
     with pytest.raises(ValueError, match="limit"):
         store.tenant_names(limit=0)
+
+
+def test_a_subjects_facts_by_key(store: SGAMStore) -> None:
+    """One namespace's current facts, a page at a time, in key order; not those below."""
+    store.batch([PutOp(("a", "s"), key, {"text": key}) for key in ("c", "a", "b", "gone")])
+    store.batch([PutOp(("a", "s", "deeper"), "z", {"text": "z"}), PutOp(("b", "s"), "x", {})])
+    store.delete(("a", "s"), "gone")
+    page = store.subject_facts("a", "s", limit=2)
+    assert [(f.attribute, f.value) for f in page] == [("a", {"text": "a"}), ("b", {"text": "b"})]
+    assert [f.attribute for f in store.subject_facts("a", "s", limit=2, offset=2)] == ["c"]
+    assert [f.attribute for f in store.subject_facts("a", "s.deeper")] == ["z"]
+    with pytest.raises(ValueError, match="offset"):
+        store.subject_facts("a", "s", offset=-1)

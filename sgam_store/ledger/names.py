@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from sgam_store.core import clock
+from sgam_store.core.models import Fact
+from sgam_store.ledger import row_to_fact
 
 
 def tenants(engine: Any, after: str, limit: int) -> list[str]:
@@ -39,3 +41,10 @@ def capped_totals(engine: Any, cap: int) -> dict[str, int]:
     """Current facts and episodes, each counted up to `cap` (`cap` + 1: more)."""
     with engine.reading() as conn:
         return {what: engine.counts.capped(conn, what, cap) for what in ("facts", "episodes")}
+
+
+def namespace_page(engine: Any, namespace: str, limit: int, offset: int) -> list[Fact]:
+    """One page of a namespace's current facts, by key."""
+    with engine.reading() as conn:
+        rows = engine.counts.namespace_page(conn, namespace, clock.utc_now(), limit, offset)
+    return [row_to_fact(r) for r in rows]

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.managers.supersession import (
@@ -39,12 +39,12 @@ if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
-COUNT_CAP = 1000  # a list of names is counted this far (a page reads its names by seeks)
-SUBJECTS_CAP = 100  # each tenant's subjects, on the tenants page, are counted this far
+COUNT_CAP = 200  # a list of names is counted this far (a page reads its names by seeks)
+SUBJECTS_CAP = 20  # each tenant's subjects, on the tenants page, are counted this far
 TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
-DECISIONS = 100  # the review page shows the tenant's latest decisions, at most this many
+DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
 
 
 class NotFound(LookupError):
@@ -242,8 +242,10 @@ def name_page(
 
 
 class KeysPage(Page):
-    """A subject's keys and current values: one page of the store's own listing (plus
-    one item, to know a next page exists); a filter scans a bounded number of pages."""
+    """A subject's keys and current values, a page at a time (plus one, to know a next
+    page exists); a filter scans a bounded number of pages. Now, a subject's own keys
+    are read in key order from an index (`subject_facts`); the whole tenant (subject ""),
+    or another instant, pages the store's own listing, newest first."""
 
     template = "keys.html"
     title = "Keys"
@@ -253,10 +255,24 @@ class KeysPage(Page):
         subject = text(self.query, "subject")
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        view = self.app.view(tenant, self.when)
-        rows, has_next, scanned = self._page(
-            view, self.app.relative_of(tenant, subject), paging, needle
-        )
+        if subject and self.when.now:
+            store = self.app.store
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = store.subject_facts(tenant, subject, limit=limit, offset=offset)
+                return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+        else:
+            view = self.app.view(tenant, self.when)
+            prefix = self.app.relative_of(tenant, subject)
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = view.search(prefix, limit=limit, offset=offset)
+                return [
+                    Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
+                    for i in found
+                ]
+
+        rows, has_next, scanned = self._page(fetch, paging, needle)
         return {
             "tenant": tenant,
             "subject": subject,
@@ -270,34 +286,44 @@ class KeysPage(Page):
             else None,
             "rows": [
                 {
-                    "subject": self.app.subject_of(tenant, item.namespace),
-                    "key": item.key,
-                    "value": shown(item.value),
-                    "valid_from": stamp(item.updated_at),
+                    "subject": row.subject,
+                    "key": row.key,
+                    "value": shown(row.value),
+                    "valid_from": stamp(row.valid_from),
                 }
-                for item in rows
+                for row in rows
             ],
         }
 
     @staticmethod
     def _page(
-        view: Any, prefix: tuple[str, ...], paging: Paging, needle: str
-    ) -> tuple[list[Any], bool, int]:
-        """The page's items, whether more follow, and how many items were read."""
+        fetch: Callable[[int, int], list[Row]], paging: Paging, needle: str
+    ) -> tuple[list[Row], bool, int]:
+        """The page's rows, whether more follow, and how many rows were read."""
         if not needle:
-            found = view.search(prefix, limit=paging.per_page + 1, offset=paging.offset)
+            found = fetch(paging.per_page + 1, paging.offset)
             return found[: paging.per_page], len(found) > paging.per_page, len(found)
         wanted = paging.offset + paging.per_page + 1
-        matched, offset, scanned = [], 0, 0
+        matched: list[Row] = []
+        offset = scanned = 0
         for _ in range(SCAN_PAGES):
-            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset)
+            batch = fetch(MAX_PER_PAGE, offset)
             scanned += len(batch)
-            matched += [item for item in batch if needle.lower() in item.key.lower()]
+            matched += [row for row in batch if needle.lower() in row.key.lower()]
             offset += len(batch)
             if len(matched) >= wanted or len(batch) < MAX_PER_PAGE:
                 break
         rows = matched[paging.offset : paging.offset + paging.per_page]
         return rows, len(matched) >= wanted, scanned
+
+
+class Row(NamedTuple):
+    """One line of the keys page, from a fact or from a listed item."""
+
+    subject: str
+    key: str
+    value: Any
+    valid_from: datetime
 
 
 class KeyPage(Page):

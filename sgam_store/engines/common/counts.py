@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from sgam_store.core.models import FactRow
+from sgam_store.engines.common import predicates
 from sgam_store.engines.common.dialect import Dialect
 from sgam_store.engines.common.predicates import current_sql
 
@@ -69,3 +71,16 @@ def capped(d: Dialect, conn: Any, what: str, cap: int) -> int:
     }[what]
     sql = d.sql(f"SELECT COUNT(*) FROM ({source} LIMIT ?) AS capped")
     return int(conn.execute(sql, (cap + 1,)).fetchone()[0])
+
+
+def namespace_page(
+    d: Dialect, conn: Any, namespace: str, now: str, limit: int, offset: int
+) -> list[FactRow]:
+    """One page of a namespace's current facts, by key: read in key order through
+    facts_one_open (namespace, attribute), so a page costs its rows however large the
+    tenant is (a tenant-wide listing walks the tenant's recent facts to find them)."""
+    sql = d.sql(
+        f"SELECT {predicates.COLUMNS} FROM facts WHERE namespace = ? AND {_LIVE} "
+        "ORDER BY namespace, attribute LIMIT ? OFFSET ?"
+    )
+    return [FactRow._make(r) for r in conn.execute(sql, (namespace, now, limit, offset))]

@@ -14,7 +14,7 @@ import pytest
 
 from sgam_store import ConfigurationError, SGAMStore
 from sgam_store.managers.supersession import pending_reviews
-from sgam_store.testing.realistic import SPAN, START, Realistic, build
+from sgam_store.testing.realistic import MIN_FACTS, SPAN, START, Realistic, build
 
 from .reliability import check_file
 
@@ -51,9 +51,9 @@ def _episode_times(store: SGAMStore) -> list[datetime]:
 
 
 def test_the_same_seed_makes_the_same_store(tmp_path: Path) -> None:
-    first = build(str(tmp_path / "a.db"), layout="sgam", facts=1000, seed=7)
-    again = build(str(tmp_path / "b.db"), layout="sgam", facts=1000, seed=7)
-    other = build(str(tmp_path / "c.db"), layout="sgam", facts=1000, seed=8)
+    first = build(str(tmp_path / "a.db"), layout="sgam", facts=MIN_FACTS, seed=7)
+    again = build(str(tmp_path / "b.db"), layout="sgam", facts=MIN_FACTS, seed=7)
+    other = build(str(tmp_path / "c.db"), layout="sgam", facts=MIN_FACTS, seed=8)
     assert {**vars(first), "path": ""} == {**vars(again), "path": ""}
     with (
         SGAMStore.from_conn_string(first.path) as a,
@@ -64,6 +64,14 @@ def test_the_same_seed_makes_the_same_store(tmp_path: Path) -> None:
         # Valid times from episodes repeat; a put's is the moment of the put.
         assert _episode_times(a) == _episode_times(b) != []
         assert _content(a) != _content(c)
+
+
+def test_the_same_seed_makes_the_same_langmem_store_at_the_smallest_size(tmp_path: Path) -> None:
+    first = build(str(tmp_path / "a.db"), layout="langmem", facts=MIN_FACTS, seed=7)
+    again = build(str(tmp_path / "b.db"), layout="langmem", facts=MIN_FACTS, seed=7)
+    assert {**vars(first), "path": ""} == {**vars(again), "path": ""}
+    with SGAMStore.from_conn_string(first.path) as a, SGAMStore.from_conn_string(again.path) as b:
+        assert _content(a) == _content(b)
 
 
 def test_the_store_passes_its_own_checks(made: Realistic) -> None:

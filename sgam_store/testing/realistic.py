@@ -268,10 +268,10 @@ class _Builder:
 
     def review_targets(self, count: int) -> list[tuple[str, str, str]]:
         """(tenant, subject, key) of `count` distinct plain current memories, from the big
-        tenant first, at most three a subject."""
+        tenant first, at most six a subject."""
         found: list[tuple[str, str, str]] = []
         for tenant, subject in sorted(self.plain, key=lambda ts: (ts[0] != self.big_tenant(), ts)):
-            found += [(tenant, subject, key) for key in self.plain[(tenant, subject)][:3]]
+            found += [(tenant, subject, key) for key in self.plain[(tenant, subject)][:6]]
             if len(found) >= count:
                 return found[:count]
         raise ConfigurationError(f"too few memories for {count} reviews: build more facts")
@@ -590,7 +590,7 @@ class _LangMem(_Builder):
         if roll > 0.9:  # LangMem's memory manager writes its schema's shape
             value = {"kind": "Memory", "content": {"content": text}}
         ttl = TTL_MINUTES if 0.01 <= roll < 0.04 else None
-        if ttl is None and key not in self.plain[(user, "memories")] and len(keys) < 4:
+        if ttl is None and key not in self.plain[(user, "memories")] and len(keys) < 8:
             self.plain[(user, "memories")].append(key)
         return PutOp(("memories", user), key, value, ttl=ttl), text
 

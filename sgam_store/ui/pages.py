@@ -13,13 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from markupsafe import Markup
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
 from sgam_store.core import clock
-from sgam_store.managers.supersession import pending_reviews
+from sgam_store.managers.supersession import (
+    Queued,
+    memory_text,
+    pending_reviews,
+    recent_decisions,
+    review_queue,
+)
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -35,8 +41,12 @@ if TYPE_CHECKING:
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
+COUNT_CAP = 200  # a list of names is counted this far (a page reads its names by seeks)
+SUBJECTS_CAP = 20  # each tenant's subjects, on the tenants page, are counted this far
+TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
-DECISION_FACTS = 500  # the review page looks up decisions of at most this many facts
+QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
+DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
 
 
 class NotFound(LookupError):
@@ -161,29 +171,48 @@ class Page:
 
 
 class TenantsPage(Page):
+    """The tenants, a page at a time. Now, the names are read by index seeks (one per
+    name, `tenant_names`), each tenant's subjects counted up to SUBJECTS_CAP the same way,
+    and the totals counted up to TOTALS_CAP; at another instant, from the listing."""
+
     template = "tenants.html"
     title = "Tenants"
 
     def data(self) -> dict[str, Any]:
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
-        page = page_slice(names, paging)
-        rows = [
-            {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
-            for t in page["rows"]
-        ]
-        totals = self.app.store.stats()["rows"]
+        store, now = self.app.store, self.when.now
+        if self.app.tenant is None and now:
+            rows, has_next, total = name_page(lambda n: store.tenant_names(limit=n), paging, needle)
+        else:
+            names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
+            page = page_slice(names, paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
+        counted = store.capped_totals(TOTALS_CAP)
         return {
-            **page,
-            "rows": rows,
+            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
+            "total": total,
+            "has_next": has_next,
             "filter": needle,
             "paging": vars(paging),
-            "totals": {k: totals.get(k) for k in ("tenants", "current_facts", "episodes")},
+            "totals": {
+                "tenants": total,
+                "current_facts": capped(counted["facts"], TOTALS_CAP),
+                "episodes": capped(counted["episodes"], TOTALS_CAP),
+            },
         }
+
+    def _subjects(self, tenant: str) -> int | str:
+        if self.when.now:
+            found = self.app.store.subject_names(tenant, limit=SUBJECTS_CAP + 1)
+            return capped(len(found), SUBJECTS_CAP)
+        return len(self.app.view(tenant, self.when).list_namespaces(limit=2**62))
 
 
 class SubjectsPage(Page):
+    """A tenant's subjects, a page at a time: now, read by index seeks (`subject_names`)
+    and counted up to COUNT_CAP; at another instant, from the listing."""
+
     template = "subjects.html"
     title = "Subjects"
 
@@ -191,22 +220,55 @@ class SubjectsPage(Page):
         tenant = self.app.tenant_of(self.query)
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
-        subjects = (self.app.subject_of(tenant, ns) for ns in listed)
-        names = [s for s in subjects if needle.lower() in s.lower()]
-        page = page_slice(names, paging)
+        if self.when.now:
+            store = self.app.store
+            rows, has_next, total = name_page(
+                lambda n: store.subject_names(tenant, limit=n), paging, needle
+            )
+        else:
+            listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
+            subjects = (self.app.subject_of(tenant, ns) for ns in listed)
+            page = page_slice([s for s in subjects if needle.lower() in s.lower()], paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
         return {
             "tenant": tenant,
             "filter": needle,
             "paging": vars(paging),
-            **page,
-            "keys": self.app.current_keys(tenant, page["rows"], self.when),
+            "rows": rows,
+            "total": total,
+            "has_next": has_next,
+            "keys": self.app.current_keys(tenant, rows, self.when),
         }
 
 
+def capped(count: int, cap: int) -> int | str:
+    """A count read up to `cap` (`cap` + 1 means more): the number, or "cap+"."""
+    return f"{cap:,}+" if count > cap else count
+
+
+def name_page(
+    fetch: Callable[[int], list[str]], paging: Paging, needle: str
+) -> tuple[list[str], bool, int | str]:
+    """One page of a list of names read from its start by `fetch(limit)`, whether more
+    follow, and how many there are, counted up to COUNT_CAP (or the page's end, if
+    further). A filter looks through the first SCAN_PAGES * MAX_PER_PAGE names only."""
+    end = paging.offset + paging.per_page
+    if needle:
+        scan = SCAN_PAGES * MAX_PER_PAGE
+        names = fetch(scan + 1)
+        matched = [n for n in names[:scan] if needle.lower() in n.lower()]
+        total = f"{len(matched):,}+" if len(names) > scan else len(matched)
+        return matched[paging.offset : end], len(matched) > end, total
+    cap = max(end, COUNT_CAP)
+    names = fetch(cap + 1)
+    return names[paging.offset : end], len(names) > end, capped(len(names), cap)
+
+
 class KeysPage(Page):
-    """A subject's keys and current values: one page of the store's own listing (plus
-    one item, to know a next page exists); a filter scans a bounded number of pages."""
+    """A subject's keys and current values, a page at a time (plus one, to know a next
+    page exists); a filter scans a bounded number of pages. Now, a subject's own keys
+    are read in key order from an index (`subject_facts`); the whole tenant (subject ""),
+    or another instant, pages the store's own listing, newest first."""
 
     template = "keys.html"
     title = "Keys"
@@ -216,10 +278,24 @@ class KeysPage(Page):
         subject = text(self.query, "subject")
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        view = self.app.view(tenant, self.when)
-        rows, has_next, scanned = self._page(
-            view, self.app.relative_of(tenant, subject), paging, needle
-        )
+        if subject and self.when.now:
+            store = self.app.store
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = store.subject_facts(tenant, subject, limit=limit, offset=offset)
+                return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+        else:
+            view = self.app.view(tenant, self.when)
+            prefix = self.app.relative_of(tenant, subject)
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = view.search(prefix, limit=limit, offset=offset)
+                return [
+                    Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
+                    for i in found
+                ]
+
+        rows, has_next, scanned = self._page(fetch, paging, needle)
         return {
             "tenant": tenant,
             "subject": subject,
@@ -233,34 +309,44 @@ class KeysPage(Page):
             else None,
             "rows": [
                 {
-                    "subject": self.app.subject_of(tenant, item.namespace),
-                    "key": item.key,
-                    "value": shown(item.value),
-                    "valid_from": stamp(item.updated_at),
+                    "subject": row.subject,
+                    "key": row.key,
+                    "value": shown(row.value),
+                    "valid_from": stamp(row.valid_from),
                 }
-                for item in rows
+                for row in rows
             ],
         }
 
     @staticmethod
     def _page(
-        view: Any, prefix: tuple[str, ...], paging: Paging, needle: str
-    ) -> tuple[list[Any], bool, int]:
-        """The page's items, whether more follow, and how many items were read."""
+        fetch: Callable[[int, int], list[Row]], paging: Paging, needle: str
+    ) -> tuple[list[Row], bool, int]:
+        """The page's rows, whether more follow, and how many rows were read."""
         if not needle:
-            found = view.search(prefix, limit=paging.per_page + 1, offset=paging.offset)
+            found = fetch(paging.per_page + 1, paging.offset)
             return found[: paging.per_page], len(found) > paging.per_page, len(found)
         wanted = paging.offset + paging.per_page + 1
-        matched, offset, scanned = [], 0, 0
+        matched: list[Row] = []
+        offset = scanned = 0
         for _ in range(SCAN_PAGES):
-            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset)
+            batch = fetch(MAX_PER_PAGE, offset)
             scanned += len(batch)
-            matched += [item for item in batch if needle.lower() in item.key.lower()]
+            matched += [row for row in batch if needle.lower() in row.key.lower()]
             offset += len(batch)
             if len(matched) >= wanted or len(batch) < MAX_PER_PAGE:
                 break
         rows = matched[paging.offset : paging.offset + paging.per_page]
         return rows, len(matched) >= wanted, scanned
+
+
+class Row(NamedTuple):
+    """One line of the keys page, from a fact or from a listed item."""
+
+    subject: str
+    key: str
+    value: Any
+    valid_from: datetime
 
 
 class KeyPage(Page):
@@ -486,44 +572,51 @@ def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class ReviewPage(Page):
     """The supersession queue with the candidates a review would show, and the past
-    decisions with their evidence and reason (undo is a POST, with writes enabled)."""
+    decisions with their evidence and reason (undo is a POST, with writes enabled).
+
+    Read-only, a memory of a large namespace lists no candidates but the search a review
+    runs for them (`search`: its query and prefix), so the page costs index lookups per
+    memory shown; with writes enabled, where a person decides, the search runs."""
 
     template = "review.html"
     title = "Corrections under review"
 
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
-        limit = number(self.query, "limit", 50, 1, MAX_PER_PAGE)
-        reviews, _ = pending_reviews(self.app.store, tenant, limit=limit)
+        limit = number(self.query, "limit", QUEUE_SHOWN, 1, MAX_PER_PAGE)
+        store = self.app.store
+        if self.app.allow_writes:
+            reviews, _ = pending_reviews(store, tenant, limit=limit)
+            waiting = [Queued(r.new, r.candidates) for r in reviews]
+        else:
+            waiting, _ = review_queue(store, tenant, limit=limit)
         return {
             "tenant": tenant,
-            "queue": [
-                {
-                    "new": {**fact_json(r.new), "shown_value": shown(r.new.value)},
-                    "candidates": [
-                        {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
-                        for c in r.candidates
-                    ],
-                }
-                for r in reviews
+            "queue": [self._queued(tenant, q) for q in waiting],
+            "decisions": tenant_decisions(store, tenant),
+        }
+
+    def _queued(self, tenant: str, queued: Queued) -> dict[str, Any]:
+        new = queued.new
+        search = None
+        if queued.candidates is None:
+            search = {"q": memory_text(new.value), "prefix": new.subject}
+        return {
+            "new": {**fact_json(new), "shown_value": shown(new.value)},
+            "candidates": [
+                {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
+                for c in queued.candidates or []
             ],
-            "decisions": tenant_decisions(self.app.store, tenant),
+            "search": search,
         }
 
 
 def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's review decisions, newest first, each with the keys of its two
-    memories: looked up per believed fact (the public API lists no decisions), for at
-    most DECISION_FACTS facts."""
-    facts = {f.fact_id: f for f in store.ledger(tenant)[:DECISION_FACTS]}
-    found: dict[int, Any] = {}
-    for fact in facts.values():
-        for decision in store.supersession_decisions(fact):
-            found[decision.decision_id] = decision
-    newest = sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    """The tenant's latest review decisions, newest first, each with the keys of its two
+    memories (`recent_decisions`: DECISIONS of them, read by decision, not by fact)."""
     return [
-        {**vars(d), "new": _key(facts.get(d.new_fact_id)), "old": _key(facts.get(d.old_fact_id))}
-        for d in newest
+        {**vars(d.decision), "new": _key(d.new), "old": _key(d.old)}
+        for d in recent_decisions(store, tenant, limit=DECISIONS)
     ]
 
 
@@ -550,10 +643,12 @@ class EpisodePage(Page):
         if self.app.allow_writes:
             preview = store.purge_episode(tenant, episode_id, dry_run=True).to_dict()
         erased = set(preview["fact_ids"]) if preview else set()
+        cited = store.facts_citing(
+            episode_id, tenant_id=tenant, known_at=self.when.known_at, limit=MAX_PER_PAGE
+        )
         facts = [
             {**fact_json(f), "shown_value": shown(f.value), "erased": f.fact_id in erased}
-            for f in store.ledger(tenant, known_at=self.when.known_at)
-            if f.source_episode_id == episode_id
+            for f in cited
         ]
         return {
             "tenant": tenant,

@@ -378,6 +378,9 @@ def test_every_page_fits_a_1400px_window(wide: Any, real: tuple) -> None:
         response = wide.goto(f"{url}{path}?{urlencode(params)}")
         assert response.status == 200, (path, params)
         fits(wide)
+    queued = wide.locator("section.review")  # each with its candidates, or their search
+    shown = wide.locator("section.review table.candidates, section.review .search-instead")
+    assert queued.count() == shown.count() > 0
     evidence = wide.locator("#decisions td.evidence").all_inner_texts()
     assert evidence and not [e for e in evidence if "\\u0027" in e or e.lstrip().startswith("{")]
 

@@ -118,10 +118,10 @@ def shown(value: Any) -> str:
     return value_text(value)
 
 
-def stamp(moment: datetime) -> str:
+def stamp(at: datetime) -> str:
     """A UTC time at full precision, for the JSON twins (pydantic's form: a Z suffix);
     HTML shows it through `times`."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def times(rows: Iterable[Mapping[str, Any]], *fields: str) -> dict[str, Markup]:

@@ -51,7 +51,7 @@ from sgam_store.core.models import (
     PurgeReport,
 )
 from sgam_store.engines import langgraph_items, mask_uri, open_engine
-from sgam_store.ledger import changes, episodes
+from sgam_store.ledger import changes, episodes, names
 from sgam_store.lifecycle import importing, keywords, retention
 from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
 from sgam_store.lifecycle.retention import RetentionReport
@@ -922,6 +922,66 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant_id):  # None: every tenant's (the owner's)
             return ledger.believed(self.engine, tenant_id, subject, attribute, _ts(known_at))
 
+    def facts_citing(
+        self,
+        episode_id: str,
+        *,
+        tenant_id: str,
+        known_at: clock.Timestamp | None = None,
+        limit: int = 200,
+    ) -> list[Fact]:
+        """The believed facts of `tenant_id` whose source is `episode_id` (as believed at
+        `known_at`), by key and valid_from, at most `limit`: the episode's own facts,
+        found by their source, whatever the tenant's size."""
+        _check_limit(limit)
+        tenant = self.layout.check_tenant(tenant_id)
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return ledger.citing(self.engine, tenant, episode_id, _ts(known_at), limit)
+
+    def tenant_names(self, *, after: str = "", limit: int = 50) -> list[str]:
+        """Tenants holding a current fact, in order, after `after`, at most `limit`: one
+        index seek per name, never a read of the facts (a paged tenant list)."""
+        _check_limit(limit)
+        self._ensure_ready()
+        with self.engine.tenant_scope(None):  # every tenant's names (the owner's)
+            return names.tenants(self.engine, after, limit)
+
+    def subject_names(
+        self, tenant_id: str, *, after: str | None = None, limit: int = 50
+    ) -> list[str]:
+        """The subjects of `tenant_id` holding a current fact, in namespace order, after
+        subject `after` (None: from the first), at most `limit`: one index seek each."""
+        _check_limit(limit)
+        tenant = self.layout.check_tenant(tenant_id)
+        start = "" if after is None else self.layout.fact_namespace(tenant, after)
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            found = names.namespaces(self.engine, tenant, namespaces.to_text(start), limit)
+        return [self.layout.split(namespaces.from_text(ns))[1] for ns in found]
+
+    def subject_facts(
+        self, tenant_id: str, subject: str, *, limit: int = 50, offset: int = 0
+    ) -> list[Fact]:
+        """One page of the subject's current facts (its own namespace, not those below),
+        by key: read in key order from an index, so a page costs its rows whatever the
+        tenant's size (a tenant view's listing goes newest first through the tenant)."""
+        _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant_id):
+            return names.namespace_page(self.engine, ns, limit, offset)
+
+    def capped_totals(self, cap: int = 10_000) -> dict[str, int]:
+        """Current facts and episodes of the whole store, each counted up to `cap` (cap + 1
+        means more): a bounded read where `stats()` counts every row."""
+        _check_limit(cap)
+        self._ensure_ready()
+        with self.engine.tenant_scope(None):
+            return names.capped_totals(self.engine, cap)
+
     def changes(
         self,
         since: clock.Timestamp,
@@ -1092,6 +1152,11 @@ class SGAMStore(BaseStore):
         if self._cache is not None:
             stats["vector_mirror"] = self._cache.footprint()
         return stats
+
+
+def _check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
 
 
 def _tenant_of(layout: namespaces.Layout, scope: Scope, ops: Sequence[Op]) -> str | None:

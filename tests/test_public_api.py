@@ -61,6 +61,7 @@ TOOLS = {"MemoryContext", "MemoryScope", "ScopeError", "consolidation_config", "
          "user_messages"}  # fmt: skip
 TESTING = {"EXTRACT_TOOL", "REVIEW_TOOL", "ScriptExhaustedError", "ScriptedChatModel",
            "call_tool", "extract", "say", "to_message", "verdicts"}  # fmt: skip
+REALISTIC = {"Realistic", "build"}  # the generated store benchmarks and tests browse
 # Layers below the adapter (sgam_store/store.py, sgam_store/views.py).
 BELOW_ADAPTER = ["core", "engines", "ledger", "read", "write", "lifecycle"]
 
@@ -101,6 +102,7 @@ def test_graphs_and_benchmarks_use_public_names_only(path: Path) -> None:
         "sgam_store.tools": TOOLS,
         "sgam_store.ui": UI,
         "sgam_store.testing": TESTING,
+        "sgam_store.testing.realistic": REALISTIC,
     }
     private = [
         f"{module}.{name}"

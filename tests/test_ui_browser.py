@@ -30,6 +30,7 @@ uvicorn = pytest.importorskip("uvicorn")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 from sgam_store import SGAMStore  # noqa: E402
+from sgam_store.testing.realistic import build  # noqa: E402
 from sgam_store.ui import create_app  # noqa: E402
 from tests.ui_store import HOSTILE_TENANT, IMG, JS_URL, SCRIPT, seed  # noqa: E402
 
@@ -151,12 +152,13 @@ def test_click_from_a_tenant_to_a_key_and_read_its_picture(
     drawn = {bars.nth(i).get_attribute("data-fact-id") for i in range(bars.count())}
     assert drawn == {str(f.fact_id) for f in history}
     assert page.locator("svg g.version[data-open='true']").count() >= 1
+    versions = seeded.versions("acme", "mira", "passport_deadline")  # retired ones too
     rows = page.locator("#versions tbody tr")
-    assert rows.count() == len(history)
-    for i, fact in enumerate(history):
+    assert rows.count() == len(versions) == page.locator("svg g.version").count()
+    for i, fact in enumerate(versions):
         cells = rows.nth(i).locator("td")
         assert cells.nth(0).inner_text() == f"#{fact.fact_id}"
-        assert cells.nth(2).inner_text() == fact.value
+        assert cells.nth(1).inner_text() == fact.value
     assert page.locator("#value").inner_text() == "2026-06-30"
     page.screenshot(path=str(SHOTS / "ui-key.png"), full_page=True)
 
@@ -167,6 +169,7 @@ def test_as_of_june_2_shows_the_value_then(page: Any, served: str) -> None:
     page.get_by_role("button", name="Show").click()
     page.wait_for_url("**valid_at=2026-06-02**")
     assert page.locator("#value").inner_text() == "2026-07-15"
+    assert page.input_value("#valid_at") == "2026-06-02T00:00:00Z"  # not ...00.000000Z
     page.get_by_role("link", name="mira").first.click()  # the URL carries the instant on
     assert "valid_at=2026-06-02" in page.url
     row = page.locator("#keys tr", has_text="passport_deadline")
@@ -185,7 +188,8 @@ def test_search_hits_are_the_stores(page: Any, served: str, seeded: SGAMStore) -
     for i, (item, why) in enumerate(zip(expected, explained, strict=True)):
         cells = rows.nth(i).locator("td")
         assert cells.nth(5).inner_text() == item.key
-        assert float(cells.nth(1).inner_text()) == pytest.approx(item.score, abs=5e-5)
+        score = cells.nth(1).inner_text().split()[0]  # then "set by #n", if another set it
+        assert float(score) == pytest.approx(item.score, abs=5e-5)
         assert cells.nth(2).inner_text() == f"{why.keyword:.2f} (#{why.keyword_rank})"
     page.screenshot(path=str(SHOTS / "ui-search.png"), full_page=True)
 
@@ -247,3 +251,149 @@ def test_with_writes_an_undo_restores_the_old_value_and_a_review_is_recorded(
             context.close()
             assert errors == []
         assert store.fact_at("acme", "mira", "answer_style").value == "detailed"
+
+
+# ---------------------------------------------------------------- on a real agent's memory
+#
+# The generated store (sgam_store.testing.realistic) in both layouts, 10k facts each:
+# uuid keys, {"content": ...} values of several KB, msg:<uuid> sources, a key rewritten
+# 525 times, hundreds of subjects and tenants, a review queue hundreds deep, hostile
+# names. Built once per session; every window is 1400 px wide.
+
+REALISTIC_FACTS = 10_000
+WIDE = {"width": 1400, "height": 900}
+
+
+@pytest.fixture(scope="session", params=["sgam", "langmem"])
+def real(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """(what the generator made, its store, the served app's address) per layout."""
+    path = str(tmp_path_factory.mktemp(f"real-{request.param}") / "memory.db")
+    made = build(path, layout=request.param, facts=REALISTIC_FACTS)
+    with SGAMStore.from_conn_string(path) as store, Served(create_app(store)) as served:
+        yield made, store, served.url
+
+
+@pytest.fixture
+def wide(browser: Any) -> Iterator[Any]:
+    """A 1400 px window that fails the test on any console error or dialog."""
+    context = browser.new_context(viewport=WIDE)
+    tab = context.new_page()
+    trouble: list[str] = []
+    tab.on("console", lambda m: trouble.append(f"console: {m.text}") if m.type == "error" else 0)
+    tab.on("pageerror", lambda e: trouble.append(f"page error: {e}"))
+    tab.on("dialog", lambda d: (trouble.append(f"dialog: {d.message}"), d.dismiss()))
+    yield tab
+    context.close()
+    assert trouble == []
+
+
+def fits(tab: Any) -> None:
+    """Nothing on the page is wider than the window: no horizontal scrolling."""
+    width = tab.evaluate("document.documentElement.scrollWidth")
+    assert width <= WIDE["width"], f"{tab.url} is {width} px wide"
+
+
+def walk(tab: Any, url: str, most: int) -> int:
+    """Open a list and follow its "next" links, at most `most` pages: each answers 200,
+    fits the window, says its number and shows rows no earlier page showed. Returns how
+    many pages it saw."""
+    response, pages, seen = tab.goto(url), 1, set()
+    while True:
+        assert response.status == 200, tab.url
+        fits(tab)
+        assert tab.locator(".pager span").inner_text() == f"page {pages}"
+        rows = set(tab.locator("main table tbody tr").all_inner_texts())
+        assert rows and not rows & seen, tab.url
+        seen |= rows
+        following = tab.locator('a[rel="next"]')
+        if not following.count() or pages == most:
+            return pages
+        with tab.expect_navigation() as navigation:
+            following.click()
+        response, pages = navigation.value, pages + 1
+
+
+def address(made: Any, store: SGAMStore, key: tuple[tuple[str, ...], str]) -> dict[str, str]:
+    """A generated key's page parameters (the layout says which label is the tenant)."""
+    tenant, subject = store.layout.split(key[0])
+    return {"tenant": tenant, "subject": subject, "attribute": key[1]}
+
+
+def test_every_list_walks_past_its_first_page(wide: Any, real: tuple) -> None:
+    """Tenants, a big tenant's subjects and its keys: each list of more than one page
+    is walked past page 1 (issue 38: the pager was a 500 on the first page)."""
+    made, _, url = real
+    big = urlencode({"tenant": made.big_tenant})
+    walked = {
+        "tenants": walk(wide, f"{url}/tenants", most=6),
+        "subjects": walk(wide, f"{url}/subjects?{big}", most=3),
+        "keys": walk(wide, f"{url}/keys?{big}", most=3),
+    }
+    longer = {"sgam": ("subjects", "keys"), "langmem": ("tenants", "keys")}[made.layout]
+    assert all(walked[name] > 1 for name in longer), walked
+
+
+def test_a_key_rewritten_525_times_draws_every_version(wide: Any, real: tuple) -> None:
+    made, store, url = real
+    params = address(made, store, made.deep_key)
+    response = wide.goto(f"{url}/key?{urlencode(params)}")
+    assert response.status == 200
+    fits(wide)
+    versions = store.versions(*params.values())
+    assert len({v.fact_id for v in versions}) >= 500
+    assert wide.locator("svg g.version").count() == len(versions)
+    assert wide.locator("#versions tbody tr").count() == len(versions)
+
+
+def test_a_langmem_memory_of_several_kb_reads_as_its_content(wide: Any, real: tuple) -> None:
+    """Shown as its text, not as {"content": ...}; cut once, the rest one click away."""
+    made, store, url = real
+    params = address(made, store, made.long_memory)
+    assert wide.goto(f"{url}/key?{urlencode(params)}").status == 200
+    fits(wide)
+    value = store.fact_at(*params.values()).value
+    text = value["content"] if isinstance(value, dict) else value
+    assert len(text) >= 3000
+    shown = wide.locator("#value")
+    assert not shown.inner_text().startswith("{") and len(shown.inner_text()) < 400
+    shown.locator("summary").click()
+    assert " ".join(shown.inner_text().split()) == " ".join(text.split())
+
+
+def test_every_page_fits_a_1400px_window(wide: Any, real: tuple) -> None:
+    """uuid keys, msg:<uuid> sources, KB-long memories, the change feed, an episode and
+    the review queue: no page scrolls sideways, and no review evidence is raw JSON."""
+    made, store, url = real
+    big = {"tenant": made.big_tenant}
+    memory = address(made, store, made.long_memory)
+    said = store.versions(*memory.values())[0].source_episode_id
+    paths = [
+        ("/keys", {**big, "subject": memory["subject"]}),
+        ("/search", {**big, "q": "prefer"}),
+        ("/changes", big),
+        ("/episode", {**big, "id": said}),
+        ("/review", big),
+    ]
+    for path, params in paths:
+        response = wide.goto(f"{url}{path}?{urlencode(params)}")
+        assert response.status == 200, (path, params)
+        fits(wide)
+    queued = wide.locator("section.review")  # each with its candidates, or their search
+    shown = wide.locator("section.review table.candidates, section.review .search-instead")
+    assert queued.count() == shown.count() > 0
+    evidence = wide.locator("#decisions td.evidence").all_inner_texts()
+    assert evidence and not [e for e in evidence if "\\u0027" in e or e.lstrip().startswith("{")]
+
+
+def test_keys_named_with_spaces_and_html_fit_a_1400px_window(wide: Any, real: tuple) -> None:
+    """Until parameters are taken exactly as given (issue 39, finding 9, another
+    branch), these keys' pages are 404s: the test then says so instead of failing."""
+    made, store, url = real
+    for key in (made.hostile_key, made.long_key):
+        params = address(made, store, key)
+        assert store.fact_at(*params.values()) is not None
+        page_url = f"{url}/key?{urlencode(params)}"
+        if wide.request.get(page_url).status == 404:  # asked aside: no console error
+            pytest.xfail("the UI strips the names' spaces (issue 39, finding 9)")
+        assert wide.goto(page_url).status == 200
+        fits(wide)

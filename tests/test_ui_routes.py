@@ -8,7 +8,9 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from html import unescape as html_unescape
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -18,7 +20,8 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from sgam_store import MemoryFact, SGAMStore
+from sgam_store import MemoryFact, SGAMStore, Verdict
+from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
@@ -72,15 +75,56 @@ def test_the_key_page_lists_the_keys_history_with_provenance(seeded, client) -> 
     store, _ = seeded
     data = client.get("/key.json", params=KEY).json()
     history = store.history("acme", "mira", "passport_deadline")
-    assert [v["fact_id"] for v in data["versions"]] == [f.fact_id for f in history]
-    assert [v["value"] for v in data["versions"]] == ["2026-08-01", "2026-07-15", "2026-06-30"]
-    e2 = data["versions"][-1]
+    believed = [v for v in data["versions"] if v["believed"]]
+    assert sorted(v["fact_id"] for v in believed) == sorted(f.fact_id for f in history)
+    assert [v["value"] for v in believed] == ["2026-07-15", "2026-06-30", "2026-08-01"]
+    e2 = next(v for v in believed if v["source_episode_id"] == "e2")
     assert e2["replaced"]["fact_id"] == history[1].fact_id
     assert e2["replaced"]["attribute"] == "passport_deadline"
     assert e2["source"]["episode_id"] == "e2" and e2["source"]["speaker"] == "mira"
     assert "June 30" in e2["source"]["text"] or "2026-06-30" in e2["source"]["text"]
-    html = client.get("/key", params=KEY).text
-    assert html.count("<tr data-fact-id=") == len(history)
+
+
+BAR = re.compile(r'<g class="version (\w+)" data-fact-id="(\d+)"')
+ROW = re.compile(r'<tr data-fact-id="(\d+)" class="(\w+)')
+
+
+def test_the_key_table_lists_exactly_the_versions_its_picture_draws(seeded, client) -> None:
+    """Issue 38: the retired version the picture hatches is in the table too, each row
+    says when its fact was first believed (not when this row began), no writer column
+    stays empty, and a memory superseded under another key links to its replacement
+    and does not claim to supersede itself."""
+    store, _ = seeded
+    for attribute in ("passport_deadline", "answer_style", "reply_format"):
+        params = {**KEY, "attribute": attribute}
+        html = client.get("/key", params=params).text
+        versions = store.versions("acme", "mira", attribute)
+        bars = [(int(i), state) for state, i in BAR.findall(html)]
+        rows = [(int(i), "current" if c == "believed" else c) for i, c in ROW.findall(html)]
+        assert (
+            bars == rows == [(v.fact_id, "retired" if v.known_to else "current") for v in versions]
+        )
+        assert "<th>writer</th>" not in html
+        data = client.get("/key.json", params=params).json()["versions"]
+        assert [v["recorded_at"] for v in data] == [
+            f.recorded_at.isoformat().replace("+00:00", "Z") for f in versions
+        ]
+    e1 = store.versions("acme", "mira", "passport_deadline")[1]  # believed since 06-03
+    assert e1.known_from > e1.recorded_at
+    row = client.get("/key", params=KEY).text.split(f'<tr data-fact-id="{e1.fact_id}" ')[2]
+    cells = [
+        re.sub(r"<[^>]+>", "", cell)
+        for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.split("</tr>")[0], re.S)
+    ]
+    assert cells[5] == clock.readable_one(e1.recorded_at) == "2026-06-01T09:00:00Z"
+    assert cells[4].startswith(clock.readable_one(e1.known_from)[:16])  # 06-03, this row's
+    old = client.get("/key", params={**KEY, "attribute": "answer_style"}).text
+    [replaced_by] = re.findall(r'data-side="old">([^<]*)<a href="([^"]+)">', old)
+    assert replaced_by[0].startswith("superseded by #") and "reply_format" in replaced_by[1]
+    style = store.versions("acme", "mira", "answer_style")[-1]
+    assert f"supersedes #{style.fact_id}" not in old
+    new = client.get("/key", params={**KEY, "attribute": "reply_format"}).text
+    assert f'data-side="new">supersedes #{style.fact_id}' in new
 
 
 def test_point_in_time_parameters_reanswer_every_page(client: TestClient) -> None:
@@ -241,6 +285,29 @@ def test_paging_bounds(client: TestClient) -> None:
     assert [k["has_next"] for k in keys][: len(listed)] == [True] * (len(listed) - 1) + [False]
     filtered = client.get("/keys.json", params={"tenant": "acme", "filter": "PASSPORT"}).json()
     assert [r["key"] for r in filtered["rows"]] == ["passport_deadline"]
+
+
+NEXT = re.compile(r'<a rel="next" href="([^"]+)"')
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [("tenants", {}), ("subjects", {"tenant": "acme"}), ("keys", {"tenant": "acme"})],
+)
+def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict) -> None:
+    """Each list, one row a page, followed by its "next" links: every page answers 200
+    and the rows read are exactly the JSON twin's whole list, in order."""
+    whole = client.get(f"/{page}.json", params={**params, "per_page": 200}).json()["rows"]
+    url, pages, rows = f"/{page}?{urlencode({**params, 'per_page': 1})}", 0, []
+    while url:
+        html = client.get(html_unescape(url))
+        assert html.status_code == 200, (url, html.text[-400:])
+        pages += 1
+        found = NEXT.search(html.text)
+        url = found.group(1) if found else ""
+        assert ('rel="prev"' in html.text) == (pages > 1)
+        rows += client.get(html.url.path + ".json", params=html.url.params).json()["rows"]
+    assert pages == len(whole) > 1 and rows == whole
 
 
 @pytest.mark.parametrize(
@@ -452,3 +519,57 @@ def test_episode_erasure_preview_is_the_purge_dry_run(target: str) -> None:
         assert store.get_episode("e1", tenant_id="acme") is not None  # nothing erased
         assert store.purge_episode("acme", "e1").to_dict() == preview
         assert client.get("/episode", params=params).status_code == 404
+
+
+def test_search_says_which_hit_set_a_flattened_score(store: SGAMStore, target: str) -> None:
+    """Issue 38: "city 7" ranks first for "preference number 7" (BM25: the other two
+    words are in half the tenant's memories) and every hit below scores its share,
+    1/3, the exact match included. The ranking and scores stay the store's; the page
+    says that the exact match's score was set by hit #1, and why."""
+    for n in range(1, 40):
+        store.put(("acme", f"u{n}"), "preference", {"text": f"preference number {n}"})
+        store.put(("acme", f"u{n}"), "city", {"text": f"city {n}"})
+    client = TestClient(create_app(store))
+    params = {"tenant": "acme", "q": "preference number 7"}
+    hits = client.get("/search.json", params=params).json()["hits"]
+    found = store.for_tenant("acme").search((), query="preference number 7", limit=10)
+    assert [(h["key"], h["score"]) for h in hits] == [(i.key, i.score) for i in found]
+    for hit in hits:  # a score is the hit's own share, or names the hit whose it is
+        setter = hits[hit["score_from"] - 1] if hit["score_from"] else hit
+        assert setter["keyword"] == pytest.approx(hit["score"], abs=5e-5)
+    html = client.get("/search", params=params).text
+    assert "lowest</em> share of the query" in html
+    assert html.count('set-by">set by #') == sum(h["score_from"] is not None for h in hits)
+    if not target.startswith("postgres"):  # FTS5's BM25 ranks "city 7" first
+        exact = next(h for h in hits if h["value"] == '{"text": "preference number 7"}')
+        assert exact["keyword"] == 1.0 > exact["score"] and exact["score_from"] == 1
+        assert html.count('set-by">set by #1<') == len(hits) - 1
+
+
+def test_real_values_read_as_text_and_times_to_the_second(store: SGAMStore) -> None:
+    """Issue 38: a LangMem memory shows its content, a long one cut once (the rest in
+    <details>, so the text is on the page once); review evidence reads as fields, not
+    JSON with \\u0027 escapes; times read to the second in HTML and keep their
+    microseconds in JSON; an "as of" comes back readable, not as ...00.000000Z."""
+    long = "I'd rather take the train. " * 200
+    store.put(("acme", "mira"), "note", {"content": long})
+    store.put(("acme", "mira"), "short", {"content": "Mira's tea: green"})
+    new = store.put(("acme", "mira"), "fix", {"content": "Mira's tea is now black"})
+    old = store.fact_at("acme", "mira", "short")
+    assert new is None and old is not None
+    fix = store.fact_at("acme", "mira", "fix")
+    evidence = {"new": {"content": "Mira's tea is now black"}, "old": "Mira's tea: green"}
+    verdict = Verdict(old.fact_id, "supersedes", "it's a correction", 0.9, evidence)
+    store.apply_supersession(fix.fact_id, [verdict], decided_by="person", tenant_id="acme")
+    client = TestClient(create_app(store))
+    keys = client.get("/keys", params={"tenant": "acme", "subject": "mira"}).text
+    assert "Mira&#39;s tea is now black" in keys and "{&#34;content" not in keys
+    assert keys.count("train.") == 200  # the whole text, once: cut at a space, not twice
+    assert '<details class="long">' in keys
+    review = client.get("/review", params={"tenant": "acme"}).text
+    assert "\\u0027" not in review and "<dt>new</dt><dd>Mira&#39;s tea is now black</dd>" in review
+    key = {"tenant": "acme", "subject": "mira", "attribute": "fix"}
+    page = client.get("/key", params={**key, "valid_at": "2030-01-01"}).text
+    assert 'value="2030-01-01T00:00:00Z"' in page  # the "as of" input, readable
+    assert ".000000Z" not in re.sub(r"<[^>]+>", "", page)  # (links keep full precision)
+    assert re.search(r"\d{2}:\d{2}:\d{2}\.\d{6}", client.get("/key.json", params=key).text)

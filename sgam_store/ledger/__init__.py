@@ -585,6 +585,16 @@ def believed(
     return [row_to_fact(r) for r in rows]
 
 
+def citing(
+    engine: Any, tenant_id: str, episode_id: str, known_at: str | None, limit: int
+) -> list[Fact]:
+    """The facts of `tenant_id` believed now (or at `known_at`) that cite the episode, at
+    most `limit`: what an episode's page lists, read by source, never by tenant."""
+    with engine.reading() as conn:
+        rows = engine.episodes.citing(conn, tenant_id, episode_id, known_at, limit)
+    return [row_to_fact(r) for r in rows]
+
+
 # ---------------------------------------------------------------- expiry (TTL)
 
 

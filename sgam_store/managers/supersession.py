@@ -35,7 +35,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
 from sgam_store import ledger
-from sgam_store.core import namespaces
+from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import ConfigurationError, ConflictError
 from sgam_store.core.models import Fact, SupersessionDecision
 from sgam_store.write.supersession import Verdict, dismiss
@@ -178,9 +178,7 @@ def _likely(
     or the closest by search; and the dismissal reason should there be none."""
     members = _namespace_members(store, new)
     if members is not None:
-        earlier = [f for f in members if _precedes(f, new)]
-        earlier.sort(key=lambda f: (f.valid_from, f.fact_id), reverse=True)
-        return [Candidate(f, None) for f in earlier], ALONE
+        return _all_earlier(members, new), ALONE
     relative = store.layout.relative(new.namespace)
     view = store.for_tenant(new.tenant_id)
     # A review's look-up is no one reading these memories: their expiries stay.
@@ -197,6 +195,13 @@ def _likely(
     return found[:limit], BELOW_CUTOFF
 
 
+def _all_earlier(members: list[Fact], new: Fact) -> list[Candidate]:
+    """A small namespace's candidates: every member that precedes `new`, newest first."""
+    earlier = [f for f in members if _precedes(f, new)]
+    earlier.sort(key=lambda f: (f.valid_from, f.fact_id), reverse=True)
+    return [Candidate(f, None) for f in earlier]
+
+
 def _precedes(old: Fact, new: Fact) -> bool:
     """Whether `old` is another key's memory that began before `new` (only such a memory
     can be superseded by it)."""
@@ -206,9 +211,10 @@ def _precedes(old: Fact, new: Fact) -> bool:
 def _namespace_members(store: SGAMStore, new: Fact) -> list[Fact] | None:
     """The current memories of the new one's namespace (its subject), or None when there
     are more than SMALL_NAMESPACE."""
+    ns = namespaces.to_text(new.namespace)
     with store.engine.reading() as conn:
-        rows = store.engine.reads.structured_state(
-            conn, None, None, new.tenant_id, [new.subject], None, None, SMALL_NAMESPACE + 1
+        rows = store.engine.supersession.namespace_members(
+            conn, new.tenant_id, ns, clock.utc_now(), SMALL_NAMESPACE + 1
         )
     if len(rows) > SMALL_NAMESPACE:
         return None
@@ -221,14 +227,9 @@ def pending_reviews(
     """The queued memories with their candidates, and those with nothing to decide, each
     with the reason (no longer current, alone in its namespace, nothing close enough)."""
     with store.engine.tenant_scope(tenant_id):  # row security: that tenant's queue
-        store.engine.ensure_ready()
-        with store.engine.reading() as conn:
-            queued = store.engine.supersession.queued(conn, tenant_id, limit)
-            rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
         reviews, idle = [], []
-        for (fact_id, _), row in zip(queued, rows, strict=True):
-            new = _current(store, row) if row is not None else None
-            if new is None or new.fact_id != fact_id:
+        for fact_id, new in _queued(store, tenant_id, limit):
+            if new is None:
                 idle.append(Dismissal(fact_id, NOT_CURRENT))
                 continue
             candidates, reason = _nominate(store, new)
@@ -237,6 +238,51 @@ def pending_reviews(
             else:
                 idle.append(Dismissal(fact_id, reason))
         return reviews, idle
+
+
+def _queued(store: SGAMStore, tenant_id: str | None, limit: int) -> list[tuple[int, Fact | None]]:
+    """The oldest `limit` queued memories: (fact_id, its current fact, or None when it is
+    no longer current)."""
+    store.engine.ensure_ready()
+    with store.engine.reading() as conn:
+        queued = store.engine.supersession.queued(conn, tenant_id, limit)
+        rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
+    found = []
+    for (fact_id, _), row in zip(queued, rows, strict=True):
+        new = _current(store, row) if row is not None else None
+        found.append((fact_id, new if new is not None and new.fact_id == fact_id else None))
+    return found
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A memory waiting for review and, in a namespace of at most SMALL_NAMESPACE
+    memories, its candidates (every earlier one); None in a larger namespace, whose
+    candidates the review finds by searching for `memory_text(new.value)` there."""
+
+    new: Fact
+    candidates: list[Candidate] | None
+
+
+def review_queue(
+    store: SGAMStore, tenant_id: str, *, limit: int = BATCH
+) -> tuple[list[Queued], list[Dismissal]]:
+    """`pending_reviews` without its searches: what waits, with the candidates that need
+    no search. Its reads follow `limit` (index lookups per memory), never the size of a
+    namespace or tenant, so the inspector can show a queue of any depth."""
+    with store.engine.tenant_scope(tenant_id):
+        waiting, idle = [], []
+        for fact_id, new in _queued(store, tenant_id, limit):
+            members = None if new is None else _namespace_members(store, new)
+            if new is None:
+                idle.append(Dismissal(fact_id, NOT_CURRENT))
+            elif members is None:
+                waiting.append(Queued(new, None))
+            elif candidates := _all_earlier(members, new):
+                waiting.append(Queued(new, candidates))
+            else:
+                idle.append(Dismissal(fact_id, ALONE))
+        return waiting, idle
 
 
 def _current(store: SGAMStore, row: Any) -> Fact | None:
@@ -386,3 +432,28 @@ def _source(store: SGAMStore, fact: Fact) -> str:
     said = store.who_said(fact, tenant_id=fact.tenant_id)
     content = getattr(said, "content", None)
     return f"{fact.source_episode_id}: {content!r}" if content else fact.source_episode_id
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A recorded review decision and its two memories as they stand now (their newest
+    version; None when erased since)."""
+
+    decision: SupersessionDecision
+    new: Fact | None
+    old: Fact | None
+
+
+def recent_decisions(store: SGAMStore, tenant_id: str, *, limit: int = BATCH) -> list[Decided]:
+    """The tenant's review decisions, newest first, at most `limit`, each with its two
+    memories: one read of the decisions and one lookup by id per memory, so the cost
+    follows `limit`, not the tenant's ledger (the inspector's review page)."""
+    with store.engine.tenant_scope(tenant_id):
+        store.engine.ensure_ready()
+        with store.engine.reading() as conn:
+            rows = store.engine.supersession.of_tenant(conn, tenant_id, limit)
+            decisions = [SupersessionDecision.from_row(r) for r in rows]
+            ids = {i for d in decisions for i in (d.new_fact_id, d.old_fact_id)}
+            latest = {i: store.engine.versions.latest_of(conn, i) for i in sorted(ids)}
+    facts = {i: None if row is None else ledger.row_to_fact(row) for i, row in latest.items()}
+    return [Decided(d, facts[d.new_fact_id], facts[d.old_fact_id]) for d in decisions]

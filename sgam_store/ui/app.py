@@ -30,7 +30,7 @@ from sgam_store.core.errors import SGAMError
 from sgam_store.engines import mask_uri
 from sgam_store.ui import jsontext
 from sgam_store.ui.guard import HEADERS, Guard
-from sgam_store.ui.pages import PAGES, Inspector, NotFound, Page
+from sgam_store.ui.pages import PAGES, TEMPLATE_GLOBALS, Inspector, NotFound, Page
 from sgam_store.ui.params import BadParameter, When
 from sgam_store.ui.writes import ACTIONS, VERDICTS
 
@@ -85,6 +85,7 @@ class Ui:
             loader=PackageLoader("sgam_store.ui", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
+        self.env.globals.update(TEMPLATE_GLOBALS)  # times people read (pages.times)
 
     def base(self, request: Request) -> str:
         return request.scope.get("root_path", "").rstrip("/") or self.root_path

@@ -10,14 +10,22 @@ another tenant.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+from markupsafe import Markup
 
 from sgam_store import Episode, EpisodeNotFoundError, Fact
-from sgam_store.managers.supersession import pending_reviews
-from sgam_store.ui import jsontext
+from sgam_store.core import clock
+from sgam_store.managers.supersession import (
+    Queued,
+    memory_text,
+    pending_reviews,
+    recent_decisions,
+    review_queue,
+)
 from sgam_store.ui.params import (
     MAX_PER_PAGE,
     BadParameter,
@@ -27,15 +35,19 @@ from sgam_store.ui.params import (
     number,
     text,
 )
-from sgam_store.viz import timeline_svg
+from sgam_store.viz import timeline_svg, value_text
 
 if TYPE_CHECKING:
     from sgam_store import Change
     from sgam_store.store import SGAMStore
 
 SCAN_PAGES = 10  # a filtered key listing reads at most this many pages of values
+COUNT_CAP = 200  # a list of names is counted this far (a page reads its names by seeks)
+SUBJECTS_CAP = 20  # each tenant's subjects, on the tenants page, are counted this far
+TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
-DECISION_FACTS = 500  # the review page looks up decisions of at most this many facts
+QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
+DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
 
 
 class NotFound(LookupError):
@@ -87,15 +99,12 @@ class Inspector:
             return {}
         return self.store.for_tenant(tenant).count_keys(tenant, subjects)
 
-    def totals(self) -> dict[str, int | None]:
-        """The store's counts; a confined app's are its tenant's alone (its current keys,
-        from the count index), and it has no episode count to show, so none."""
-        if self.tenant is None:
-            rows = self.store.stats()["rows"]
-            return {k: rows.get(k) for k in ("tenants", "current_facts", "episodes")}
-        listed = self.store.for_tenant(self.tenant).list_namespaces(limit=2**62)
-        subjects = [self.subject_of(self.tenant, ns) for ns in listed]
-        keys = self.current_keys(self.tenant, subjects, When())
+    def tenant_totals(self, tenant: str) -> dict[str, int | None]:
+        """A confined app's counts, its tenant's alone (its current keys, from the count
+        index); it has no episode count to show, so none."""
+        listed = self.store.for_tenant(tenant).list_namespaces(limit=2**62)
+        subjects = [self.subject_of(tenant, ns) for ns in listed]
+        keys = self.current_keys(tenant, subjects, When())
         return {"tenants": 1, "current_facts": sum(keys.values()), "episodes": None}
 
     def tenants(self, when: When) -> list[str]:
@@ -113,15 +122,36 @@ class Inspector:
 
 
 def shown(value: Any) -> str:
-    """A value as one line of text: strings as they are, anything else as JSON."""
-    if isinstance(value, dict) and set(value) == {"value"}:
-        value = value["value"]
-    return value if isinstance(value, str) else jsontext.text(value)
+    """A value as a person reads it (`viz.value_text`: LangMem's `{"content": ...}` as
+    its content, strings as they are, anything else as JSON), as the picture shows it."""
+    return value_text(value)
 
 
-def stamp(moment: datetime) -> str:
-    """A UTC time as the rest of the pages show it (pydantic's JSON form: a Z suffix)."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+def stamp(at: datetime) -> str:
+    """A UTC time at full precision, for the JSON twins (pydantic's form: a Z suffix);
+    HTML shows it through `times`."""
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def times(rows: Iterable[Mapping[str, Any]], *fields: str) -> dict[str, Markup]:
+    """For a template: each time one listing shows (`fields` of its rows, full-precision
+    text) as a person reads it, to the second, with microseconds only where two distinct
+    instants of the listing would otherwise read the same (`clock.readable`). A narrow
+    column may break it after the date, nowhere else (`<wbr>`: a date's hyphens before
+    digits are no break)."""
+    found = sorted({row[f] for row in rows for f in fields if row.get(f)})
+    return {
+        raw: Markup("T<wbr>").join(str(text).split("T", 1))
+        for raw, text in zip(found, clock.readable(found), strict=True)
+    }
+
+
+def moment(value: str | None) -> str:
+    """For a template: one time (a parameter, a header) to the second; '' for none."""
+    return clock.readable_one(value) or "" if value else ""
+
+
+TEMPLATE_GLOBALS = {"times": times, "moment": moment, "shown": shown}
 
 
 def fact_json(fact: Fact | Change) -> dict[str, Any]:
@@ -154,28 +184,55 @@ class Page:
 
 
 class TenantsPage(Page):
+    """The tenants, a page at a time. Now, the names are read by index seeks (one per
+    name, `tenant_names`), each tenant's subjects counted up to SUBJECTS_CAP the same way,
+    and the totals counted up to TOTALS_CAP; at another instant, from the listing."""
+
     template = "tenants.html"
     title = "Tenants"
 
     def data(self) -> dict[str, Any]:
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
-        page = page_slice(names, paging)
-        rows = [
-            {"tenant": t, "subjects": len(self.app.view(t, self.when).list_namespaces(limit=2**62))}
-            for t in page["rows"]
-        ]
+        store, now = self.app.store, self.when.now
+        if self.app.tenant is None and now:
+            rows, has_next, total = name_page(lambda n: store.tenant_names(limit=n), paging, needle)
+        else:
+            names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
+            page = page_slice(names, paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
         return {
-            **page,
-            "rows": rows,
+            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
+            "total": total,
+            "has_next": has_next,
             "filter": needle,
             "paging": vars(paging),
-            "totals": self.app.totals(),
+            "totals": self._totals(total),
         }
+
+    def _totals(self, tenants: int) -> dict[str, int | str | None]:
+        """The store's counts, each up to TOTALS_CAP; a confined app's are its tenant's
+        alone (`Inspector.totals`): store-wide figures would tell it about the others."""
+        if self.app.tenant is not None:
+            return self.app.tenant_totals(self.app.tenant)
+        counted = self.app.store.capped_totals(TOTALS_CAP)
+        return {
+            "tenants": tenants,
+            "current_facts": capped(counted["facts"], TOTALS_CAP),
+            "episodes": capped(counted["episodes"], TOTALS_CAP),
+        }
+
+    def _subjects(self, tenant: str) -> int | str:
+        if self.when.now:
+            found = self.app.store.subject_names(tenant, limit=SUBJECTS_CAP + 1)
+            return capped(len(found), SUBJECTS_CAP)
+        return len(self.app.view(tenant, self.when).list_namespaces(limit=2**62))
 
 
 class SubjectsPage(Page):
+    """A tenant's subjects, a page at a time: now, read by index seeks (`subject_names`)
+    and counted up to COUNT_CAP; at another instant, from the listing."""
+
     template = "subjects.html"
     title = "Subjects"
 
@@ -183,22 +240,55 @@ class SubjectsPage(Page):
         tenant = self.app.tenant_of(self.query)
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
-        subjects = (self.app.subject_of(tenant, ns) for ns in listed)
-        names = [s for s in subjects if needle.lower() in s.lower()]
-        page = page_slice(names, paging)
+        if self.when.now:
+            store = self.app.store
+            rows, has_next, total = name_page(
+                lambda n: store.subject_names(tenant, limit=n), paging, needle
+            )
+        else:
+            listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
+            subjects = (self.app.subject_of(tenant, ns) for ns in listed)
+            page = page_slice([s for s in subjects if needle.lower() in s.lower()], paging)
+            rows, has_next, total = page["rows"], page["has_next"], page["total"]
         return {
             "tenant": tenant,
             "filter": needle,
             "paging": vars(paging),
-            **page,
-            "keys": self.app.current_keys(tenant, page["rows"], self.when),
+            "rows": rows,
+            "total": total,
+            "has_next": has_next,
+            "keys": self.app.current_keys(tenant, rows, self.when),
         }
 
 
+def capped(count: int, cap: int) -> int | str:
+    """A count read up to `cap` (`cap` + 1 means more): the number, or "cap+"."""
+    return f"{cap:,}+" if count > cap else count
+
+
+def name_page(
+    fetch: Callable[[int], list[str]], paging: Paging, needle: str
+) -> tuple[list[str], bool, int | str]:
+    """One page of a list of names read from its start by `fetch(limit)`, whether more
+    follow, and how many there are, counted up to COUNT_CAP (or the page's end, if
+    further). A filter looks through the first SCAN_PAGES * MAX_PER_PAGE names only."""
+    end = paging.offset + paging.per_page
+    if needle:
+        scan = SCAN_PAGES * MAX_PER_PAGE
+        names = fetch(scan + 1)
+        matched = [n for n in names[:scan] if needle.lower() in n.lower()]
+        total = f"{len(matched):,}+" if len(names) > scan else len(matched)
+        return matched[paging.offset : end], len(matched) > end, total
+    cap = max(end, COUNT_CAP)
+    names = fetch(cap + 1)
+    return names[paging.offset : end], len(names) > end, capped(len(names), cap)
+
+
 class KeysPage(Page):
-    """A subject's keys and current values: one page of the store's own listing (plus
-    one item, to know a next page exists); a filter scans a bounded number of pages."""
+    """A subject's keys and current values, a page at a time (plus one, to know a next
+    page exists); a filter scans a bounded number of pages. Now, a subject's own keys
+    are read in key order from an index (`subject_facts`); the whole tenant (subject ""),
+    or another instant, pages the store's own listing, newest first."""
 
     template = "keys.html"
     title = "Keys"
@@ -208,10 +298,24 @@ class KeysPage(Page):
         subject = text(self.query, "subject")
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        view = self.app.view(tenant, self.when)
-        rows, has_next, scanned = self._page(
-            view, self.app.relative_of(tenant, subject), paging, needle
-        )
+        if subject and self.when.now:
+            store = self.app.store
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = store.subject_facts(tenant, subject, limit=limit, offset=offset)
+                return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+        else:
+            view = self.app.view(tenant, self.when)
+            prefix = self.app.relative_of(tenant, subject)
+
+            def fetch(limit: int, offset: int) -> list[Row]:
+                found = view.search(prefix, limit=limit, offset=offset, refresh_ttl=False)
+                return [
+                    Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
+                    for i in found
+                ]
+
+        rows, has_next, scanned = self._page(fetch, paging, needle)
         return {
             "tenant": tenant,
             "subject": subject,
@@ -225,31 +329,30 @@ class KeysPage(Page):
             else None,
             "rows": [
                 {
-                    "subject": self.app.subject_of(tenant, item.namespace),
-                    "key": item.key,
-                    "value": shown(item.value),
-                    "valid_from": stamp(item.updated_at),
+                    "subject": row.subject,
+                    "key": row.key,
+                    "value": shown(row.value),
+                    "valid_from": stamp(row.valid_from),
                 }
-                for item in rows
+                for row in rows
             ],
         }
 
     @staticmethod
     def _page(
-        view: Any, prefix: tuple[str, ...], paging: Paging, needle: str
-    ) -> tuple[list[Any], bool, int]:
-        """The page's items, whether more follow, and how many items were read."""
+        fetch: Callable[[int, int], list[Row]], paging: Paging, needle: str
+    ) -> tuple[list[Row], bool, int]:
+        """The page's rows, whether more follow, and how many rows were read."""
         if not needle:
-            found = view.search(
-                prefix, limit=paging.per_page + 1, offset=paging.offset, refresh_ttl=False
-            )
+            found = fetch(paging.per_page + 1, paging.offset)
             return found[: paging.per_page], len(found) > paging.per_page, len(found)
         wanted = paging.offset + paging.per_page + 1
-        matched, offset, scanned = [], 0, 0
+        matched: list[Row] = []
+        offset = scanned = 0
         for _ in range(SCAN_PAGES):
-            batch = view.search(prefix, limit=MAX_PER_PAGE, offset=offset, refresh_ttl=False)
+            batch = fetch(MAX_PER_PAGE, offset)
             scanned += len(batch)
-            matched += [item for item in batch if needle.lower() in item.key.lower()]
+            matched += [row for row in batch if needle.lower() in row.key.lower()]
             offset += len(batch)
             if len(matched) >= wanted or len(batch) < MAX_PER_PAGE:
                 break
@@ -257,8 +360,19 @@ class KeysPage(Page):
         return rows, len(matched) >= wanted, scanned
 
 
+class Row(NamedTuple):
+    """One line of the keys page, from a fact or from a listed item."""
+
+    subject: str
+    key: str
+    value: Any
+    valid_from: datetime
+
+
 class KeyPage(Page):
-    """One key: its versions in valid and belief time, each with its provenance."""
+    """One key: every version the store wrote, the rows its picture draws (retired ones
+    included), each with when its fact was first believed, who said it, and the memories
+    it replaced or was replaced by (a correction written under another key included)."""
 
     template = "key.html"
     title = "Key"
@@ -269,50 +383,116 @@ class KeyPage(Page):
         attribute = text(self.query, "attribute", required=True)
         store, when = self.app.store, self.when
         try:
-            versions = store.history(tenant, subject, attribute, known_at=when.known_at)
+            versions = store.for_tenant(tenant).versions(tenant, subject, attribute)
             shown_fact = store.fact_at(
                 tenant, subject, attribute, at=when.valid_at, known_at=when.known_at
             )
+            history = store.history(tenant, subject, attribute)
         except ValueError as exc:
             raise BadParameter(str(exc)) from None
-        if not versions:
+        known_at = None if when.known_at is None else clock.to_utc(when.known_at)
+        if not versions or (known_at and all(v.known_from > known_at for v in versions)):
             raise NotFound(f"no key {attribute!r} for subject {subject!r}")
-        by_id = {f.fact_id: f for f in versions}
+        links = Links(store, tenant, {f.fact_id: f for f in history})
+        last = {v.fact_id: i for i, v in enumerate(versions)}  # a fact's latest row
         return {
             "tenant": tenant,
             "subject": subject,
             "attribute": attribute,
             "value": None if shown_fact is None else shown(shown_fact.value),
             "value_fact_id": None if shown_fact is None else shown_fact.fact_id,
-            "versions": [self._version(tenant, f, by_id) for f in versions],
-            "picture": self._picture(tenant, subject, attribute),
+            "versions": [
+                version_json(v, links, known_at, decisions=last[v.fact_id] == i)
+                for i, v in enumerate(versions)
+            ],
+            "picture": timeline_svg(
+                Drawn(versions),
+                tenant,
+                subject,
+                attribute,
+                valid_at=when.valid_at,
+                known_at=when.known_at,
+            ),
         }
 
-    def _version(self, tenant: str, fact: Fact, by_id: dict[int, Fact]) -> dict[str, Any]:
-        replaced = by_id.get(fact.supersedes_fact_id or -1)
-        return {
-            **fact_json(fact),
-            "shown_value": shown(fact.value),
-            "source": source_json(self.app.store, fact, tenant),
-            "replaced": None
-            if fact.supersedes_fact_id is None
-            else {
-                "fact_id": fact.supersedes_fact_id,
-                "subject": replaced.subject if replaced else None,
-                "attribute": replaced.attribute if replaced else None,
-            },
-            "decisions": [vars(d) for d in self.app.store.supersession_decisions(fact)],
-        }
 
-    def _picture(self, tenant: str, subject: str, attribute: str) -> str:
-        return timeline_svg(
-            self.app.store.for_tenant(tenant),
-            tenant,
-            subject,
-            attribute,
-            valid_at=self.when.valid_at,
-            known_at=self.when.known_at,
-        )
+@dataclass(frozen=True)
+class Drawn:
+    """The versions the page read, handed to the picture (`viz.Versioned`), so the
+    picture draws exactly the table's rows and the key is read once."""
+
+    rows: list[Fact]
+
+    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+        return self.rows
+
+
+def version_json(
+    v: Fact, links: Links, known_at: datetime | None, *, decisions: bool
+) -> dict[str, Any]:
+    """One row of the key's table: the version as stored, whether it was believed at
+    the page's instant, its source, the fact it replaced, and (on a fact's latest row
+    only, so a fact's decisions show once) the review decisions naming it."""
+    believed = (known_at is None or v.known_from <= known_at) and (
+        v.known_to is None or (known_at is not None and known_at < v.known_to)
+    )
+    return {
+        **fact_json(v),
+        "shown_value": shown(v.value),
+        "believed": believed,
+        "source": links.source(v),
+        "replaced": None
+        if v.supersedes_fact_id is None
+        else {"fact_id": v.supersedes_fact_id, **(links.key_of(v.supersedes_fact_id) or {})},
+        "decisions": links.decisions(v) if decisions else [],
+    }
+
+
+@dataclass
+class Links:
+    """What a key's rows point at, each looked up once: sources by episode id, the keys
+    of the facts a row names (this key's history, which holds the other keys' memories
+    it superseded, or the change feed at the instant a decision was recorded)."""
+
+    store: SGAMStore
+    tenant: str
+    known: dict[int, Fact]
+    said: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def source(self, fact: Fact) -> dict[str, Any]:
+        if fact.source_episode_id not in self.said:
+            self.said[fact.source_episode_id] = source_json(self.store, fact, self.tenant)
+        return self.said[fact.source_episode_id]
+
+    def key_of(self, fact_id: int, at: str | None = None) -> dict[str, str] | None:
+        """The subject and key of a fact, from the history, else from the changes
+        written at `at` (a decision's instant: the other memory was revised or closed)."""
+        if fact_id in self.known:
+            fact = self.known[fact_id]
+            return {"subject": fact.subject, "attribute": fact.attribute}
+        if at is None:
+            return None
+        end = clock.to_utc(at) + clock.MICROSECOND
+        for change in self.store.for_tenant(self.tenant).changes(at, until=end, limit=50):
+            if change.fact_id == fact_id:
+                return {"subject": change.subject, "attribute": change.attribute}
+        return None
+
+    def decisions(self, fact: Fact) -> list[dict[str, Any]]:
+        """The decisions naming the fact, each from its side: "supersedes" the other
+        memory when the fact is the new one, "superseded by" it when the old one."""
+        out = []
+        for d in self.store.supersession_decisions(fact, tenant_id=self.tenant):
+            newer = d.new_fact_id == fact.fact_id
+            other = d.old_fact_id if newer else d.new_fact_id
+            out.append(
+                {
+                    **vars(d),
+                    "side": "new" if newer else "old",
+                    "other": {"fact_id": other, **(self.key_of(other, d.decided_at) or {})},
+                }
+            )
+        return out
 
 
 def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
@@ -358,8 +538,16 @@ class SearchPage(Page):
             view = self.app.view(tenant, self.when)
             relative = self.app.relative_of(tenant, prefix)
             found = view.explain_search(relative, q, limit=limit)
-            hits = [self._hit(tenant, e) for e in found]
-        return {"tenant": tenant, "q": q, "prefix": prefix, "limit": limit, "hits": hits}
+            hits = score_sources([self._hit(tenant, e) for e in found])
+        scale = "cosine" if any(h["cosine"] is not None for h in hits) else "keyword"
+        return {
+            "tenant": tenant,
+            "q": q,
+            "prefix": prefix,
+            "limit": limit,
+            "scale": scale,
+            "hits": hits,
+        }
 
     def _hit(self, tenant: str, explained: Any) -> dict[str, Any]:
         item = explained.item
@@ -379,46 +567,76 @@ class SearchPage(Page):
         }
 
 
+def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Say where each hit's score comes from, since it need not be the hit's own signal.
+
+    A score never rises down the list (so a threshold keeps a prefix of the ranking).
+    In keyword search it is the lowest share of the query's terms held by the hit or any
+    hit above it (`read.search.calibrated`): BM25 may rank first a short memory holding
+    one rare term of the query ("city 7" for "preference number 7", whose other words
+    are in half the tenant's memories), and every hit below then scores that share,
+    the exact match included. With vectors it is the highest cosine of the hit or any
+    below it (`ranking.similarity_scores`). `score_from` is the 1-based rank of the hit
+    whose own signal set the score, None where the hit's own did."""
+    scale = "cosine" if any(h["cosine"] is not None for h in hits) else "keyword"
+    own = [h[scale] for h in hits]
+    for i, hit in enumerate(hits):
+        hit["score_from"] = None
+        if hit["score"] is None or (own[i] is not None and abs(own[i] - hit["score"]) < 5e-5):
+            continue
+        setters = [j for j, o in enumerate(own) if o is not None and abs(o - hit["score"]) < 5e-5]
+        if setters:
+            hit["score_from"] = min(setters, key=lambda j: abs(j - i)) + 1
+    return hits
+
+
 class ReviewPage(Page):
     """The supersession queue with the candidates a review would show, and the past
-    decisions with their evidence and reason (undo is a POST, with writes enabled)."""
+    decisions with their evidence and reason (undo is a POST, with writes enabled).
+
+    Read-only, a memory of a large namespace lists no candidates but the search a review
+    runs for them (`search`: its query and prefix), so the page costs index lookups per
+    memory shown; with writes enabled, where a person decides, the search runs."""
 
     template = "review.html"
     title = "Corrections under review"
 
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
-        limit = number(self.query, "limit", 50, 1, MAX_PER_PAGE)
-        reviews, _ = pending_reviews(self.app.store, tenant, limit=limit)
+        limit = number(self.query, "limit", QUEUE_SHOWN, 1, MAX_PER_PAGE)
+        store = self.app.store
+        if self.app.allow_writes:
+            reviews, _ = pending_reviews(store, tenant, limit=limit)
+            waiting = [Queued(r.new, r.candidates) for r in reviews]
+        else:
+            waiting, _ = review_queue(store, tenant, limit=limit)
         return {
             "tenant": tenant,
-            "queue": [
-                {
-                    "new": {**fact_json(r.new), "shown_value": shown(r.new.value)},
-                    "candidates": [
-                        {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
-                        for c in r.candidates
-                    ],
-                }
-                for r in reviews
+            "queue": [self._queued(tenant, q) for q in waiting],
+            "decisions": tenant_decisions(store, tenant),
+        }
+
+    def _queued(self, tenant: str, queued: Queued) -> dict[str, Any]:
+        new = queued.new
+        search = None
+        if queued.candidates is None:
+            search = {"q": memory_text(new.value), "prefix": new.subject}
+        return {
+            "new": {**fact_json(new), "shown_value": shown(new.value)},
+            "candidates": [
+                {**fact_json(c.fact), "shown_value": shown(c.fact.value), "score": c.score}
+                for c in queued.candidates or []
             ],
-            "decisions": tenant_decisions(self.app.store, tenant),
+            "search": search,
         }
 
 
 def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's review decisions, newest first, each with the keys of its two
-    memories: looked up per believed fact (the public API lists no decisions), for at
-    most DECISION_FACTS facts."""
-    facts = {f.fact_id: f for f in store.ledger(tenant)[:DECISION_FACTS]}
-    found: dict[int, Any] = {}
-    for fact in facts.values():
-        for decision in store.supersession_decisions(fact):
-            found[decision.decision_id] = decision
-    newest = sorted(found.values(), key=lambda d: d.decided_at, reverse=True)
+    """The tenant's latest review decisions, newest first, each with the keys of its two
+    memories (`recent_decisions`: DECISIONS of them, read by decision, not by fact)."""
     return [
-        {**vars(d), "new": _key(facts.get(d.new_fact_id)), "old": _key(facts.get(d.old_fact_id))}
-        for d in newest
+        {**vars(d.decision), "new": _key(d.new), "old": _key(d.old)}
+        for d in recent_decisions(store, tenant, limit=DECISIONS)
     ]
 
 
@@ -445,10 +663,12 @@ class EpisodePage(Page):
         if self.app.allow_writes:
             preview = store.purge_episode(tenant, episode_id, dry_run=True).to_dict()
         erased = set(preview["fact_ids"]) if preview else set()
+        cited = store.facts_citing(
+            episode_id, tenant_id=tenant, known_at=self.when.known_at, limit=MAX_PER_PAGE
+        )
         facts = [
             {**fact_json(f), "shown_value": shown(f.value), "erased": f.fact_id in erased}
-            for f in store.ledger(tenant, known_at=self.when.known_at)
-            if f.source_episode_id == episode_id
+            for f in cited
         ]
         return {
             "tenant": tenant,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from sgam_store.core.models import FactRow
+from sgam_store.engines.common import predicates
 from sgam_store.engines.common.dialect import Dialect
 from sgam_store.engines.common.predicates import current_sql
 
@@ -33,3 +35,52 @@ def current_keys(
     """(namespace, keys current at `now`) for each of `namespaces` that has any."""
     rows = conn.execute(_current_keys_sql(d), (tenant, d.as_list(namespaces), now)).fetchall()
     return [(ns, int(n)) for ns, n in rows]
+
+
+# One index seek each: the next tenant, or the next namespace of a tenant, holding a
+# current fact after a given name. A listing of n names costs n seeks through
+# facts_current_count, however many facts each name holds (a skip scan).
+_LIVE = f"{current_sql()} AND (expires_at IS NULL OR expires_at > ?)"
+
+
+def next_tenant(d: Dialect, conn: Any, after: str, now: str) -> str | None:
+    """The first tenant after `after` ("" for the first of all) with a current fact."""
+    sql = d.sql(f"SELECT tenant_id FROM facts WHERE tenant_id > ? AND {_LIVE} "
+                "ORDER BY tenant_id LIMIT 1")  # fmt: skip
+    row = conn.execute(sql, (after, now)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def next_namespace(d: Dialect, conn: Any, tenant: str, after: str, now: str) -> str | None:
+    """The first namespace of `tenant` after `after` ("" for its first) with a current
+    fact."""
+    sql = d.sql(
+        f"SELECT namespace FROM facts WHERE tenant_id = ? AND namespace > ? AND {_LIVE} "
+        "ORDER BY tenant_id, namespace LIMIT 1"
+    )
+    row = conn.execute(sql, (tenant, after, now)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def capped(d: Dialect, conn: Any, what: str, cap: int) -> int:
+    """How many current facts ("facts") or episodes ("episodes") the store holds, counted
+    up to `cap` (a bounded read: `cap` + 1 means more than `cap`)."""
+    source = {
+        "facts": f"SELECT 1 FROM facts WHERE {current_sql()}",
+        "episodes": "SELECT 1 FROM episodes",
+    }[what]
+    sql = d.sql(f"SELECT COUNT(*) FROM ({source} LIMIT ?) AS capped")
+    return int(conn.execute(sql, (cap + 1,)).fetchone()[0])
+
+
+def namespace_page(
+    d: Dialect, conn: Any, namespace: str, now: str, limit: int, offset: int
+) -> list[FactRow]:
+    """One page of a namespace's current facts, by key: read in key order through
+    facts_one_open (namespace, attribute), so a page costs its rows however large the
+    tenant is (a tenant-wide listing walks the tenant's recent facts to find them)."""
+    sql = d.sql(
+        f"SELECT {predicates.COLUMNS} FROM facts WHERE namespace = ? AND {_LIVE} "
+        "ORDER BY namespace, attribute LIMIT ? OFFSET ?"
+    )
+    return [FactRow._make(r) for r in conn.execute(sql, (namespace, now, limit, offset))]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from sgam_store.core.errors import InvalidEpisodeError
+from sgam_store.core.models import FactRow
+from sgam_store.engines.common import predicates
 from sgam_store.engines.common.dialect import Dialect
 
 COLUMNS = (
@@ -52,3 +54,28 @@ def fact_source(d: Dialect, cur: Any, fact_id: int) -> tuple[str, str] | None:
     """(tenant_id, source_episode_id) of a fact (any of its versions), or None."""
     sql = d.sql("SELECT tenant_id, source_episode_id FROM facts WHERE fact_id = ? LIMIT 1")
     return cur.execute(sql, (fact_id,)).fetchone()
+
+
+def citing(
+    d: Dialect,
+    conn: Any,
+    tenant_id: str,
+    episode_id: str,
+    known_at: str | None,
+    limit: int,
+) -> list[FactRow]:
+    """Versions of `tenant_id` believed at `known_at` (None: now) whose source is the
+    episode, key by key in valid-time order, at most `limit`: read through the
+    facts_source index, so the cost follows the episode's facts, not the tenant's."""
+    cond, params = predicates.belief(known_at)
+    # The rows are found by source (facts_source) and only then checked for tenant and
+    # belief: the tenant test is an expression, which no index answers, and so is the
+    # order. Without statistics SQLite's planner would otherwise walk the tenant's index
+    # (every fact of the tenant) or a key-ordered index (every fact).
+    sql = d.sql(
+        f"SELECT {predicates.COLUMNS} FROM facts WHERE source_episode_id = ? "
+        f"AND tenant_id || '' = ? AND {cond} "
+        "ORDER BY namespace || '', attribute || '', valid_from LIMIT ?"
+    )
+    rows = conn.execute(sql, (episode_id, tenant_id, *params, limit)).fetchall()
+    return [FactRow._make(row) for row in rows]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.core.models import FactRow
+from sgam_store.engines.common import predicates
 from sgam_store.engines.common.dialect import Dialect
 
 DECISION_COLUMNS = (
@@ -80,3 +82,29 @@ def touching(d: Dialect, conn: Any, fact_ids: list[int]) -> list[tuple[Any, ...]
 def mark_undone(d: Dialect, cur: Any, decision_id: int, at: str) -> None:
     sql = d.sql("UPDATE supersession_decisions SET undone_at = ? WHERE decision_id = ?")
     cur.execute(sql, (at, decision_id))
+
+
+def of_tenant(d: Dialect, conn: Any, tenant: str, limit: int) -> list[tuple[Any, ...]]:
+    """A tenant's decisions, newest first, at most `limit`: read from the decisions
+    table alone (newest id first, stopping at `limit`), never from the tenant's facts."""
+    rows = conn.execute(
+        d.sql(
+            f"SELECT {DECISION_COLUMNS} FROM supersession_decisions WHERE tenant_id = ? "
+            "ORDER BY decision_id DESC LIMIT ?"
+        ),
+        (tenant, limit),
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def namespace_members(
+    d: Dialect, conn: Any, tenant: str, namespace: str, now: str, limit: int
+) -> list[FactRow]:
+    """Up to `limit` current facts of one namespace (a review's small-namespace check: in
+    no order, since it only asks whether there are more than a few, and if not, which).
+    Read by namespace through the current-fact index, never by scanning the tenant."""
+    sql = d.sql(
+        f"SELECT {predicates.COLUMNS} FROM facts WHERE namespace = ? AND tenant_id = ? "
+        f"AND {predicates.current_sql()} AND (expires_at IS NULL OR expires_at > ?) LIMIT ?"
+    )
+    return [FactRow._make(r) for r in conn.execute(sql, (namespace, tenant, now, limit))]

@@ -1,0 +1,240 @@
+"""The inspector on large stores (issue 38): the paged library reads its pages use, on
+both engines, and one request reading a bounded amount whatever the store's size
+(counted in SQLite virtual-machine steps, not time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from langgraph.store.base import PutOp
+from starlette.testclient import TestClient
+
+from sgam_store import MemoryFact, SGAMStore, Verdict, connect
+from sgam_store.managers.supersession import (
+    SMALL_NAMESPACE,
+    pending_reviews,
+    recent_decisions,
+    review_queue,
+)
+from sgam_store.testing.realistic import Realistic, build
+from sgam_store.ui import create_app, pages
+
+ENGINES = ("sqlite", "postgres")
+
+
+def _fact(
+    tenant: str, subject: str, attribute: str, value: str, day: int, source: str
+) -> MemoryFact:
+    return MemoryFact(
+        tenant_id=tenant,
+        subject=subject,
+        attribute=attribute,
+        value=value,
+        valid_from=f"2026-06-{day:02d}T09:00:00Z",
+        source_episode_id=source,
+    )
+
+
+def test_facts_citing_an_episode(store: SGAMStore) -> None:
+    store.record_episode("acme", "I moved to Lisbon", source_kind="user_message", episode_id="e1")
+    store.record_episode("acme", "Actually Porto", source_kind="user_message", episode_id="e2")
+    store.replace_fact(_fact("acme", "mira", "city", "Lisbon", 1, "e1"))
+    store.replace_fact(_fact("acme", "mira", "plan", "move", 1, "e1"))
+    store.replace_fact(_fact("acme", "ana", "city", "Lisbon", 1, "e1"))
+    store.replace_fact(_fact("globex", "mira", "city", "Lisbon", 1, "e1"))  # another e1
+    before = max(f.recorded_at for f in store.ledger("acme"))
+    store.replace_fact(_fact("acme", "mira", "city", "Porto", 3, "e2"))  # closes e1's city
+
+    cited = store.facts_citing("e1", tenant_id="acme")
+    assert [(f.subject, f.attribute, f.valid_to is None) for f in cited] == [
+        ("ana", "city", True),
+        ("mira", "city", False),  # closed by e2, still believed: it was true then
+        ("mira", "plan", True),
+    ]
+    assert [f.tenant_id for f in store.facts_citing("e1", tenant_id="globex")] == ["globex"]
+    assert len(store.facts_citing("e1", tenant_id="acme", limit=2)) == 2
+    then = store.facts_citing("e1", tenant_id="acme", known_at=before)
+    assert [f.valid_to for f in then] == [None, None, None]  # before e2 closed it
+    assert store.facts_citing("e2", tenant_id="globex") == []
+    with pytest.raises(ValueError, match="limit"):
+        store.facts_citing("e1", tenant_id="acme", limit=0)
+
+
+def _decide(store: SGAMStore, tenant: str, new_key: str, old_key: str, kind: str) -> int:
+    old = store.fact_at(tenant, "mira", old_key)
+    new = store.fact_at(tenant, "mira", new_key)
+    assert old is not None and new is not None
+    verdict = Verdict(old.fact_id, kind, "restates it", 0.9, {"new": 1})
+    [made] = store.apply_supersession(new.fact_id, [verdict], decided_by="t", tenant_id=tenant)
+    return made.decision_id
+
+
+def test_recent_decisions_newest_first_with_their_memories(store: SGAMStore) -> None:
+    for tenant in ("acme", "globex"):
+        for day, key in enumerate(("old_a", "old_b", "new_a", "new_b"), 1):
+            store.replace_fact(_fact(tenant, "mira", key, key, day, "external:test"))
+    first = _decide(store, "acme", "new_a", "old_a", "supersedes")
+    _decide(store, "globex", "new_a", "old_a", "independent")
+    second = _decide(store, "acme", "new_b", "old_b", "duplicate")
+
+    found = recent_decisions(store, "acme", limit=10)
+    assert [d.decision.decision_id for d in found] == [second, first]
+    assert [(d.new.attribute, d.old.attribute) for d in found] == [
+        ("new_b", "old_b"),
+        ("new_a", "old_a"),
+    ]
+    assert found[1].old.valid_to is not None  # superseded: its newest version is closed
+    assert [d.decision.decision_id for d in recent_decisions(store, "acme", limit=1)] == [second]
+    assert recent_decisions(store, "nobody") == []
+
+
+def test_the_queue_without_searches(store: SGAMStore) -> None:
+    small = ("acme", "mira")
+    store.review_new_keys = False
+    store.batch([PutOp(small, f"k{n}", {"content": f"note {n}"}) for n in range(3)])
+    big = ("acme", "ana")
+    store.batch([PutOp(big, f"k{n}", {"content": f"note {n}"}) for n in range(SMALL_NAMESPACE)])
+    store.review_new_keys = True
+    store.put(small, "fresh", {"content": "note fresh"})
+    store.put(big, "fresh", {"content": "note fresh"})
+    store.put(("acme", "zoe"), "alone", {"content": "nothing else here"})
+
+    waiting, idle = review_queue(store, "acme")
+    assert [(q.new.subject, q.candidates is None) for q in waiting] == [
+        ("mira", False),
+        ("ana", True),  # more than SMALL_NAMESPACE: the review would search
+    ]
+    assert [c.fact.attribute for c in waiting[0].candidates or []] == ["k2", "k1", "k0"]
+    assert [d.reason for d in idle] == ["no other memory in its namespace"]
+    reviews, _ = pending_reviews(store, "acme")
+    assert reviews[0].candidates == waiting[0].candidates  # the same, without a search
+
+
+# ------------------------------------------------------------------ one request, bounded
+
+
+SMALL, LARGE = 1000, 5000
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Realistic]:
+    """The SGAM layout at two sizes: the big tenant grows five-fold between them."""
+    where = tmp_path_factory.mktemp("scale")
+    return {n: build(str(where / f"{n}.db"), layout="sgam", facts=n) for n in (SMALL, LARGE)}
+
+
+class Steps:
+    """Virtual-machine steps SQLite ran on one connection: the work its statements did,
+    rows read included, whatever the machine's speed."""
+
+    EVERY = 100
+
+    def __init__(self, conn: Any) -> None:
+        self.count = 0
+        conn.set_progress_handler(self._tick, self.EVERY)
+
+    def _tick(self) -> int:
+        self.count += self.EVERY
+        return 0
+
+
+@pytest.fixture
+def inspect(stores: dict[int, Realistic]) -> Iterator[Callable[..., int]]:
+    """`inspect(size, path, params)`: the steps one request took on that store, through
+    one connection (no reader pool) that the counter watches."""
+    opened = []
+
+    def run(size: int, path: str, params: dict[str, str]) -> int:
+        conn = connect(stores[size].path)
+        store = SGAMStore(conn, index=None)
+        opened.append(store)
+        client = TestClient(create_app(store), raise_server_exceptions=False)
+        client.get(f"{path}.json", params=params)  # warm: schema checks, caches
+        steps = Steps(conn)
+        assert client.get(f"{path}.json", params=params).status_code == 200
+        return steps.count
+
+    yield run
+    for store in opened:
+        store.close()
+
+
+def _pages(made: Realistic, store_path: str) -> dict[str, tuple[str, dict[str, str]]]:
+    with SGAMStore.from_conn_string(store_path, index=None) as store:
+        tenant, subject = store.layout.split(made.deep_key[0])
+        deep = store.fact_at(tenant, subject, made.deep_key[1])
+        assert deep is not None
+    big = made.big_tenant
+    return {
+        "tenants": ("/tenants", {}),
+        "subjects": ("/subjects", {"tenant": big}),
+        "subjects p2": ("/subjects", {"tenant": big, "page": "2", "per_page": "10"}),
+        "keys": ("/keys", {"tenant": big, "subject": subject}),
+        "review": ("/review", {"tenant": big}),
+        "episode": ("/episode", {"tenant": big, "id": deep.source_episode_id}),
+        "changes": ("/changes", {"tenant": big}),
+    }
+
+
+@pytest.mark.parametrize(
+    "page", ["tenants", "subjects", "subjects p2", "keys", "review", "episode", "changes"]
+)
+def test_one_request_reads_a_bounded_amount(
+    page: str,
+    stores: dict[int, Realistic],
+    inspect: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Five times the facts, about five times the big tenant, at most 1.5 times the work:
+    a page reads its rows and index lookups, not the tenant (SQLite: counts its steps).
+    Counts stop at a cap (200 subjects, 10,000 facts); a cap of 10 here, so both
+    stores pass it and what remains is the page's own reading."""
+    monkeypatch.setattr(pages, "COUNT_CAP", 10)
+    monkeypatch.setattr(pages, "SUBJECTS_CAP", 10)
+    monkeypatch.setattr(pages, "TOTALS_CAP", 10)
+    work = {}
+    for size, made in stores.items():
+        path, params = _pages(made, made.path)[page]
+        work[size] = inspect(size, path, params)
+    assert work[LARGE] <= 1.5 * work[SMALL] + 5_000, work
+
+
+def test_the_generated_stores_differ_five_fold(stores: dict[int, Realistic]) -> None:
+    assert stores[LARGE].facts >= 4.5 * stores[SMALL].facts
+
+
+def test_names_by_index_seeks(store: SGAMStore) -> None:
+    """Tenants and a tenant's subjects holding a current fact, in order, paged by name."""
+    store.batch(
+        [
+            PutOp(ns, "k", {"text": "x"})
+            for ns in (("b", "x"), ("a", "y", "z"), ("a", "y"), ("a",), ("c", "gone"))
+        ]
+    )
+    store.delete(("c", "gone"), "k")  # closed: no longer current
+    assert store.tenant_names() == ["a", "b"]
+    assert store.tenant_names(after="a") == ["b"]
+    assert store.tenant_names(limit=1) == ["a"]
+    assert store.subject_names("a") == ["", "y", "y.z"]  # "": the tenant's own namespace
+    assert store.subject_names("a", after="") == ["y", "y.z"]
+    assert store.subject_names("a", after="y", limit=1) == ["y.z"]
+    assert store.subject_names("c") == []
+    assert store.capped_totals(cap=2) == {"facts": 3, "episodes": 0}  # 4 current: more than 2
+    assert store.capped_totals() == {"facts": 4, "episodes": 0}
+    with pytest.raises(ValueError, match="limit"):
+        store.tenant_names(limit=0)
+
+
+def test_a_subjects_facts_by_key(store: SGAMStore) -> None:
+    """One namespace's current facts, a page at a time, in key order; not those below."""
+    store.batch([PutOp(("a", "s"), key, {"text": key}) for key in ("c", "a", "b", "gone")])
+    store.batch([PutOp(("a", "s", "deeper"), "z", {"text": "z"}), PutOp(("b", "s"), "x", {})])
+    store.delete(("a", "s"), "gone")
+    page = store.subject_facts("a", "s", limit=2)
+    assert [(f.attribute, f.value) for f in page] == [("a", {"text": "a"}), ("b", {"text": "b"})]
+    assert [f.attribute for f in store.subject_facts("a", "s", limit=2, offset=2)] == ["c"]
+    assert [f.attribute for f in store.subject_facts("a", "s.deeper")] == ["z"]
+    with pytest.raises(ValueError, match="offset"):
+        store.subject_facts("a", "s", offset=-1)

@@ -25,7 +25,8 @@ from sgam_store.cli.common import (
     existing_store,
     search_index,
 )
-from sgam_store.cli.ui import bind, display_host, is_loopback
+from sgam_store.cli.ui import bind, display_host
+from sgam_store.core.hosts import is_loopback
 from sgam_store.engines import is_postgres_target
 from sgam_store.store import SGAMStore
 

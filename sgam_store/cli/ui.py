@@ -22,6 +22,7 @@ from sgam_store.cli.common import (
     existing_store,
     search_index,
 )
+from sgam_store.core.hosts import is_loopback
 
 UI_EXTRA = ("starlette", "jinja2", "uvicorn", "markupsafe")
 
@@ -89,8 +90,6 @@ def display_host(host: str) -> str:
 
 
 def announce(args: argparse.Namespace, url: str) -> None:
-    from sgam_store.ui.guard import is_loopback  # the ui extra is installed by now
-
     mode = "writes enabled" if args.allow_writes else "read-only"
     scope = f", tenant {args.tenant} only" if args.tenant else ""
     print(f"sgam ui: serving {url} ({mode}{scope}); Ctrl-C stops it", flush=True)

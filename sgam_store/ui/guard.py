@@ -21,12 +21,13 @@ the security headers (CSP, nosniff, X-Frame-Options).
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sgam_store.core.hosts import is_loopback
 
 # Defence in depth behind the templates' escaping: only the app's own script and
 # stylesheet run, forms post only to the app, and no page can be framed (the Undo button)
@@ -39,17 +40,6 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
 }
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1), brackets allowed."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def host_refusal(scope: Scope, headers: Headers) -> str | None:

@@ -187,10 +187,7 @@ def by_language(dataset: Dataset, language: str | None) -> dict[str, list[Conver
     return groups
 
 
-def load(
-    path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None,
-    batch: int = 200,
-) -> None:  # fmt: skip
+def load(path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None) -> None:
     """One store per keyword language, as an app configures the language its users
     write in (`retrieval={"language": ...}`); `language` puts every conversation in one."""
     for lang, conversations in by_language(dataset, language).items():
@@ -199,9 +196,8 @@ def load(
             store_path(path, lang), index=index, retrieval=retrieval
         ) as store:
             for conv in conversations:
-                puts = conv.puts()
-                for i in range(0, len(puts), batch):
-                    store.batch(puts[i : i + batch])
+                for fact in conv.facts():
+                    store.replace_fact(fact)
 
 
 def ask(

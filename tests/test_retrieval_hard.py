@@ -168,6 +168,11 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
                 for key in q.evidence:
                     item = store.get(conv.namespace, key)
                     assert item is not None and item.value["text"] == texts[key]
+                    # valid from its session's evening, its session the source episode
+                    (fact,) = store.history(conv.user, "turns", key)
+                    turn = next(t for t in conv.turns if t.key == key)
+                    assert fact.valid_from.date().isoformat() == turn.date
+                    assert fact.source_episode_id == f"session-{turn.session:02d}"
 
     keyword_only = ask(path, small, index, {"mode": "keyword"})
     hybrid = ask(path, small, index, {})

@@ -17,10 +17,13 @@ The question categories:
 - spanish: every question of the Spanish conversations (mostly other inflections).
 
 Every item also plants distractor turns that share words with its question. A turn is
-stored the way a LangGraph app logs chat: `put((user, "turns"), "s03-t07", {"text":
-"Maya: ...", "speaker": "Maya", "session_date": "2025-03-14"})`, one key per turn. A
-change of mind is a new turn, not a put to the old key: in a log the old turn stays a
-true record of what was said then, so search must rank the current turn above it.
+stored the way an app logs chat with SGAM: the item `((user, "turns"), "s03-t07",
+{"text": "Maya: ...", "speaker": "Maya", "session_date": "2025-03-14"})`, one key per
+turn, written as a fact valid from when it was said (the session's evening, a minute a
+turn) whose source episode is its session ("session-03"), as a LangGraph app's puts
+take their thread's id. A change of mind is a new turn, not a put to the old key: in a
+log the old turn stays a true record of what was said then, so search must rank the
+current turn above it.
 
 Deterministic: conversation i draws from `random.Random(f"{seed}:{i}")` only, and falls
 in the tune split when i is even, else test.
@@ -31,10 +34,11 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from hard_templates import ENGLISH, SPANISH, Bank, Item
-from langgraph.store.base import PutOp
+
+from sgam_store import MemoryFact
 
 CATEGORIES = ("paraphrase", "inflection", "temporal", "multi", "changing", "spanish")
 SPLITS = ("tune", "test")
@@ -87,8 +91,26 @@ class Conversation:
     def namespace(self) -> tuple[str, str]:
         return (self.user, LABEL)
 
-    def puts(self) -> list[PutOp]:
-        return [PutOp(self.namespace, t.key, t.value()) for t in self.turns]
+    def facts(self) -> list[MemoryFact]:
+        """Every turn as a fact: valid from when it was said (the session's evening, a
+        minute a turn), its session its source episode."""
+        firsts = {t.session: n for n, t in reversed(list(enumerate(self.turns)))}
+        return [
+            MemoryFact(
+                tenant_id=self.user,
+                subject=LABEL,
+                attribute=t.key,
+                value=t.value(),
+                valid_from=(evening(t.date) + timedelta(minutes=n - firsts[t.session])).isoformat(),
+                source_episode_id=f"session-{t.session:02d}",
+            )
+            for n, t in enumerate(self.turns)
+        ]
+
+
+def evening(day: str) -> datetime:
+    """When a session on `day` starts: 18:00 UTC."""
+    return datetime.fromisoformat(f"{day}T18:00:00+00:00")
 
 
 @dataclass(frozen=True)

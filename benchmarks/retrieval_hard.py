@@ -1,4 +1,6 @@
-"""Recall@1/5/10 and MRR per category on long dated conversations (`hard_memories.py`).
+"""Recall@1/5/10, recall_all@10 and MRR per category on long dated conversations.
+
+The conversations and questions are `hard_memories.py`'s.
 
 usage:
     python benchmarks/retrieval_hard.py --split tune                 # MiniLM; 3 modes
@@ -19,6 +21,9 @@ store settings of its own, as its app would (each run's overrides win over them)
 
 - recall@k: the share of a question's evidence turns among its top k, averaged over
   questions (a two-turn question with one turn found counts 0.5);
+- recall_all@10: the share of questions with every evidence turn in the top 10 (a
+  two-turn question with one turn found counts 0): whether a question spread over
+  sessions is answered whole;
 - MRR: 1 / rank of the best-ranked evidence turn in the top 10, else 0;
 - overall: the mean over every question of the split, whatever its category;
 - stale first: changing questions whose superseded turn ranks above the current one.
@@ -49,6 +54,7 @@ from langchain_core.embeddings import Embeddings
 from sgam_store import LOCAL_DIMS, LocalMiniLM, SGAMStore
 
 KS = (1, 5, 10)
+WHOLE = f"recall_all@{max(KS)}"
 MODES = {"hybrid": {}, "vector": {"mode": "vector"}, "keyword": {"mode": "keyword"}}
 HASH_DIMS = 256
 
@@ -129,6 +135,7 @@ class QueryMemo(Embeddings):
 class Outcome:
     category: str
     recall: tuple[float, ...]  # at each of KS
+    whole: bool  # every evidence turn in the top max(KS)
     rr: float
     stale_first: bool
 
@@ -139,7 +146,8 @@ def outcome(q: Question, keys: list[str]) -> Outcome:
     recall = tuple(sum(r <= k for r in ranks) / len(q.evidence) for k in KS)
     best = min(ranks, default=math.inf)
     stale = min((keys.index(k) + 1 for k in q.stale if k in keys), default=math.inf)
-    return Outcome(q.category, recall, 1 / best if ranks else 0.0, stale < best)
+    whole = recall[-1] == 1.0
+    return Outcome(q.category, recall, whole, 1 / best if ranks else 0.0, stale < best)
 
 
 def summarize(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
@@ -152,6 +160,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
         row: dict[str, float] = {"n": len(group)}
         for i, k in enumerate(KS):
             row[f"recall@{k}"] = sum(o.recall[i] for o in group) / len(group)
+        row[WHOLE] = sum(o.whole for o in group) / len(group)
         row["mrr"] = sum(o.rr for o in group) / len(group)
         if name == "changing":
             row["stale_first"] = sum(o.stale_first for o in group) / len(group)
@@ -178,10 +187,7 @@ def by_language(dataset: Dataset, language: str | None) -> dict[str, list[Conver
     return groups
 
 
-def load(
-    path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None,
-    batch: int = 200,
-) -> None:  # fmt: skip
+def load(path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None) -> None:
     """One store per keyword language, as an app configures the language its users
     write in (`retrieval={"language": ...}`); `language` puts every conversation in one."""
     for lang, conversations in by_language(dataset, language).items():
@@ -190,9 +196,8 @@ def load(
             store_path(path, lang), index=index, retrieval=retrieval
         ) as store:
             for conv in conversations:
-                puts = conv.puts()
-                for i in range(0, len(puts), batch):
-                    store.batch(puts[i : i + batch])
+                for fact in conv.facts():
+                    store.replace_fact(fact)
 
 
 def ask(
@@ -244,8 +249,11 @@ def evaluate(
 
 
 def table(summary: dict[str, dict[str, float]]) -> str:
-    columns = [f"recall@{k}" for k in KS] + ["mrr"]
-    lines = ["| category | n | " + " | ".join(columns) + " |", "|---|---:|" + "---:|" * 4]
+    columns = [f"recall@{k}" for k in KS] + [WHOLE, "mrr"]
+    lines = [
+        "| category | n | " + " | ".join(columns) + " |",
+        "|---|---:|" + "---:|" * len(columns),
+    ]
     for name, row in summary.items():
         cells = " | ".join(f"{row[c]:.3f}" for c in columns)
         lines.append(f"| {name} | {row['n']:.0f} | {cells} |")

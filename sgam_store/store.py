@@ -3,7 +3,7 @@
 Write flow (only it changes state): validate every op -> embed outside the lock ->
 one engine write transaction, shared with other callers' puts that arrive meanwhile
 (write/group.py): the ledger's rule per fact -> keyword and vector rows -> commit.
-Read flow: a `search.Scope` -> the engine's read statements.
+Read flow: a `query.Scope` -> the engine's read statements.
 Views (`as_of`, `for_tenant`) are the same flows with another Scope.
 """
 
@@ -58,8 +58,8 @@ from sgam_store.lifecycle.retention import RetentionReport
 from sgam_store.read import explain, search
 from sgam_store.read.coalesce import GetCoalescer, only_gets
 from sgam_store.read.index import IndexSpec
-from sgam_store.read.ranking import Ranker
-from sgam_store.read.search import Scope
+from sgam_store.read.pipeline import Ranker
+from sgam_store.read.query import RetrievalConfig, Scope
 from sgam_store.views import View
 from sgam_store.write import service, supersession
 from sgam_store.write.facts import FactWriter
@@ -157,7 +157,7 @@ class SGAMStore(BaseStore):
         ttl: TTLConfig | None = None,
         max_value_bytes: int = ledger.DEFAULT_MAX_VALUE_BYTES,
         default_source: str = DEFAULT_SOURCE,
-        retrieval: search.RetrievalConfig | dict[str, Any] | None = None,
+        retrieval: RetrievalConfig | dict[str, Any] | None = None,
         vector_cache: bool = True,
         tenant_at: int | None = None,
         review_new_keys: bool = True,
@@ -185,8 +185,8 @@ class SGAMStore(BaseStore):
         dims = self._spec.dims if self._spec else None
         self.retrieval = (  # checked before a connection opens
             retrieval
-            if isinstance(retrieval, search.RetrievalConfig)
-            else search.RetrievalConfig(**(retrieval or {}))
+            if isinstance(retrieval, RetrievalConfig)
+            else RetrievalConfig(**(retrieval or {}))
         )
         self.engine = open_engine(
             conn, dims=dims, tenant_at=tenant_at, read_only=read_only, **engine_options

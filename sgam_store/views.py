@@ -30,7 +30,7 @@ from langgraph.store.base import (
 
 from sgam_store.core import clock, namespaces
 from sgam_store.core.errors import TenantScopeError
-from sgam_store.read.search import Scope
+from sgam_store.read.query import Scope
 
 if TYPE_CHECKING:
     from sgam_store.core.models import Change, Fact

@@ -1,4 +1,4 @@
-"""A small scope's vector ranking (`ranking.best_first`): best cosine first, ties by fact
+"""A small scope's vector ranking (`scoring.best_first`): best cosine first, ties by fact
 id, exactly as `heapq.nsmallest` with the key (-cosine, id) gave it, for cosines in any
 insertion order, with ties, signed zeros and any depth."""
 
@@ -9,7 +9,7 @@ import heapq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgam_store.read.ranking import best_first
+from sgam_store.read.scoring import best_first
 
 COSINES = st.sampled_from([-1.0, -0.0, 0.0, 0.25, 0.5, 1.0]) | st.floats(-1.0, 1.0)
 

@@ -19,9 +19,9 @@ from langchain_core.embeddings import Embeddings
 
 from sgam_store import SGAMStore
 from sgam_store.core.errors import ConfigurationError
-from sgam_store.read import ranking
-from sgam_store.read.ranking import fuse, fuse_relative, fuse_rrf
-from sgam_store.read.search import RetrievalConfig
+from sgam_store.read import terms
+from sgam_store.read.fusion import fuse, fuse_relative, fuse_rrf
+from sgam_store.read.query import RetrievalConfig
 
 from .conftest import HashEmbeddings
 
@@ -152,7 +152,7 @@ def test_a_name_in_most_of_the_scope_does_not_count(
 
     # "Maya" is in every turn of the scope: hybrid ranks as vectors alone would.
     assert keys("hybrid") == keys("vector")
-    monkeypatch.setattr(ranking, "SCOPE_COMMON_SHARE", 1.0)  # counted: the shortest turns win
+    monkeypatch.setattr(terms, "SCOPE_COMMON_SHARE", 1.0)  # counted: the shortest turns win
     assert keys("hybrid") != keys("vector")
 
 

@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import PutOp
 
-import sgam_store.read.ranking as ranking_module
+import sgam_store.read.candidates as candidates_module
 from sgam_store import MemoryFact, SGAMStore, TenantScopeError
 from sgam_store.core.clock import utc_now
 
@@ -340,8 +340,8 @@ def test_hostile_pool_all_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """Every pool name as a tenant in one file, each with a subject named after the next
     tenant: each sees exactly its own facts, through every read API. Hybrid searches run
     their vector scan in the scanner thread here, however small the tenant."""
-    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(ranking_module, "_CORES", 2)
+    monkeypatch.setattr(candidates_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(candidates_module, "_CORES", 2)
     modes = stores(str(tmp_path / "pool.db"))
     try:
         model = Model()

@@ -1,5 +1,5 @@
 """Items are built from stored rows with orjson where it reads a value as json does
-(`search._loads`): any value json wrote must come back exactly as json reads it."""
+(`items._loads`): any value json wrote must come back exactly as json reads it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgam_store.read.search import _loads
+from sgam_store.read.items import _loads
 
 leaves = st.one_of(
     st.none(),

@@ -22,7 +22,7 @@ from sgam_store import ConfigurationError, MemoryFact, SGAMStore
 from sgam_store.core import analysis
 from sgam_store.engines import open_engine
 from sgam_store.lifecycle import transfer
-from sgam_store.read.search import RetrievalConfig
+from sgam_store.read.query import RetrievalConfig
 from tests.conftest import HashEmbeddings
 from tests.test_migrations import FIXTURE
 

@@ -15,7 +15,7 @@ from langgraph.store.base import SearchItem
 from sgam_store import SGAMStore, register_transform
 from sgam_store.core import clock
 from sgam_store.core.models import PageRow
-from sgam_store.read import search
+from sgam_store.read import items
 
 ENGINES = ("sqlite", "postgres")
 
@@ -30,9 +30,9 @@ def test_filled_items_are_the_constructors_items() -> None:
         (("acme",), "passport", {"value": [1, {"x": None}]}, first, later, 0.25),
     ]
     for args in cases:
-        filled, built = search._filled(*args), search._constructed(*args)
+        filled, built = items._filled(*args), items._constructed(*args)
         assert type(filled) is type(built) is SearchItem
-        for name in search._slots(SearchItem):
+        for name in items._slots(SearchItem):
             assert getattr(filled, name) == getattr(built, name), name
         assert filled == built and filled.dict() == built.dict() and repr(filled) == repr(built)
         assert filled.namespace is args[0]  # the page's one tuple, shared as the constructor does
@@ -45,10 +45,10 @@ def test_the_direct_fill_is_chosen_only_for_the_slots_it_fills() -> None:
     class Loose(SearchItem):
         pass
 
-    assert search._slots(SearchItem) == ITEM_SLOTS
-    assert search._search_item is search._filled
-    assert search._slots(Grown) == ITEM_SLOTS | {"rank"}
-    assert search._slots(Loose) == {"__dict__"}
+    assert items._slots(SearchItem) == ITEM_SLOTS
+    assert items._search_item is items._filled
+    assert items._slots(Grown) == ITEM_SLOTS | {"rank"}
+    assert items._slots(Loose) == {"__dict__"}
 
 
 def _keys(items: list[SearchItem]) -> list[tuple[str, ...]]:
@@ -137,4 +137,4 @@ def test_a_listing_reads_narrow_rows_until_a_transform_is_registered(
     assert (after[0].key, after[0].created_at) == (before[0].key, before[0].created_at)
     # A narrow row read before the registration is shown as stored, not refused.
     shown = {"value": "2026-06-30", "kind": "fact"} if narrow else after[0].value
-    assert search.to_item(rows[0]).value == shown
+    assert items.to_item(rows[0]).value == shown

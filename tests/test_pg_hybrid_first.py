@@ -22,7 +22,7 @@ from langgraph.store.base import PutOp, SearchOp
 from sgam_store import SGAMStore
 from sgam_store.core import clock
 from sgam_store.engines.postgres import reads
-from sgam_store.read import ranking
+from sgam_store.read import scope
 from tests import pg
 
 TENANTS = ("acme", "globex", "initech")
@@ -102,7 +102,7 @@ def test_hybrid_search_is_the_same_through_one_statement(
 ) -> None:
     s, at = store
     # The subject prefix is ranked tenant-wide (not as a small scope), through hybrid_first.
-    monkeypatch.setattr(ranking, "SMALL_SCOPE_MAX", 0)
+    monkeypatch.setattr(scope, "SMALL_SCOPE_MAX", 0)
     calls: list[bool] = []
     step = reads.hybrid_first
 

@@ -17,7 +17,7 @@ from langgraph.store.base import SearchOp
 
 from sgam_store import SGAMStore
 from sgam_store.engines.postgres import reads
-from sgam_store.read import ranking
+from sgam_store.read import scope
 from tests.test_pg_hybrid_first import QUERIES, WORDS, page, store  # noqa: F401 (the fixture)
 
 CASES = {
@@ -73,7 +73,7 @@ def test_a_scope_too_large_is_ranked_tenant_wide_as_before(
     """Over SMALL_SCOPE_MAX the statement declines (None) and the search ranks the
     tenant, with the terms read for the statement: same page as without the feature."""
     s, _ = store
-    monkeypatch.setattr(ranking, "SMALL_SCOPE_MAX", 5)
+    monkeypatch.setattr(scope, "SMALL_SCOPE_MAX", 5)
     calls: list[bool] = []
     for query in QUERIES:
         counted(monkeypatch, calls)

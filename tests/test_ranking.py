@@ -17,7 +17,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import SGAMStore
-from sgam_store.read.ranking import fuse_relative, fuse_rrf
+from sgam_store.read.fusion import fuse_relative, fuse_rrf
 
 ENGINES = ("sqlite", "postgres")  # store-contract tests: every engine
 
@@ -168,7 +168,7 @@ def subjects(target: str) -> Iterator[SGAMStore]:
 def test_a_subject_ranked_directly_answers_as_the_tenant_wide_ranking(
     subjects: SGAMStore, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sgam_store.read import ranking
+    from sgam_store.read import scope
 
     queries = [(f"s{s:02d}", " ".join(WORDS[s % 12 : s % 12 + 2])) for s in range(0, 40, 3)]
 
@@ -179,7 +179,7 @@ def test_a_subject_ranked_directly_answers_as_the_tenant_wide_ranking(
 
     direct = answers()
     filtered = answers(filter={"n": 1})
-    monkeypatch.setattr(ranking, "SMALL_SCOPE_MAX", 0)  # every scope ranked tenant-wide
+    monkeypatch.setattr(scope, "SMALL_SCOPE_MAX", 0)  # every scope ranked tenant-wide
     if mode == "hybrid":  # fused over the same candidates at most: the same best hit
         assert [a[:1] for a in direct] == [a[:1] for a in answers()]
     else:

@@ -1,5 +1,5 @@
 """The read path's short cuts (issue 31): a lone listing skips the batch machinery
-(`SGAMStore._execute`), and a page's items are built together (`search.search_items`).
+(`SGAMStore._execute`), and a page's items are built together (`items.search_items`).
 Each must answer exactly what the general path answers: same items, same checks, same
 TTL refresh."""
 
@@ -13,7 +13,7 @@ from langgraph.store.base import GetOp, SearchItem, SearchOp
 from sgam_store import SGAMStore
 from sgam_store.core.errors import InvalidFilterError
 from sgam_store.core.models import ItemRow
-from sgam_store.read import search
+from sgam_store.read import items
 
 ENGINES = ("sqlite", "postgres")
 
@@ -94,8 +94,8 @@ def test_search_items_are_to_items() -> None:
              "2026-03-01T00:00:00+00:00"),
     ]  # fmt: skip
     scores = [0.9, None, 0.1]
-    built = search.search_items(zip(rows, scores, strict=True))
-    expected = [search.to_item(r, s, search=True) for r, s in zip(rows, scores, strict=True)]
+    built = items.search_items(zip(rows, scores, strict=True))
+    expected = [items.to_item(r, s, search=True) for r, s in zip(rows, scores, strict=True)]
     assert _fields(built) == _fields(expected)  # type: ignore[arg-type]
     assert built[0].value["n"] == 2**64 + 1  # past 64 bits: json's exact integer
     assert built[0].namespace is built[1].namespace  # one tuple for the page's namespace

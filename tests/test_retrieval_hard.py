@@ -30,6 +30,7 @@ from retrieval_hard import (
     outcome,
     store_path,
     summarize,
+    table,
 )
 
 from sgam_store import SGAMStore
@@ -97,6 +98,9 @@ def test_metrics_count_the_share_of_evidence_found() -> None:
     assert outcome(two, ["x", "a", "y"]).recall == (0.0, 0.5, 0.5)
     assert outcome(two, ["x", "a", "y"]).rr == 0.5
     assert outcome(two, ["b", *"cdefghi", "a"]).recall == (0.5, 0.5, 1.0)
+    assert outcome(two, ["b", *"cdefghi", "a"]).whole  # both turns in the top 10
+    assert not outcome(two, ["b", *"cdefghijk", "a"]).whole  # the second one 11th
+    assert not outcome(two, ["a"]).whole
     assert outcome(two, ["x", "b", *"cdefgh", "a"]).rr == 0.5  # the best-ranked one counts
     assert outcome(two, ["x"]).rr == 0.0
     changed = Question("u", "changing", "q", evidence=("new",), answer="", stale=("old",))
@@ -106,7 +110,18 @@ def test_metrics_count_the_share_of_evidence_found() -> None:
     rows = summarize([outcome(two, ["a"]), outcome(changed, ["old", "new"])])
     assert list(rows) == ["multi", "changing", "overall"]
     assert rows["overall"]["recall@1"] == 0.25 and rows["overall"]["mrr"] == 0.75
+    # recall@10 counts half of the two-turn question; recall_all@10 counts it missed
+    assert rows["multi"]["recall@10"] == 0.5 and rows["multi"]["recall_all@10"] == 0.0
+    assert rows["overall"]["recall_all@10"] == 0.5
     assert rows["changing"]["stale_first"] == 1.0
+
+
+def test_the_table_prints_recall_all_beside_recall() -> None:
+    two = Question("u", "multi", "q", evidence=("a", "b"), answer="")
+    lines = table(summarize([outcome(two, ["a"]), outcome(two, ["b", "a"])])).splitlines()
+    assert "| recall@10 | recall_all@10 | mrr |" in lines[0]
+    assert lines[1].count("|") == lines[0].count("|")
+    assert lines[2] == "| multi | 2 | 0.500 | 0.750 | 0.750 | 0.500 | 1.000 |"
 
 
 def words(text: str) -> set[str]:
@@ -141,6 +156,7 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
             values = [row["recall@1"], row["recall@5"], row["recall@10"], row["mrr"]]
             assert all(0.0 <= v <= 1.0 for v in values)
             assert row["recall@1"] <= row["recall@5"] <= row["recall@10"]
+            assert row["recall_all@10"] <= row["recall@10"]
     assert results["hybrid"]["overall"]["recall@10"] > 0
 
     index = index_config(HashEmbeddings(), HASH_DIMS)
@@ -152,6 +168,11 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
                 for key in q.evidence:
                     item = store.get(conv.namespace, key)
                     assert item is not None and item.value["text"] == texts[key]
+                    # valid from its session's evening, its session the source episode
+                    (fact,) = store.history(conv.user, "turns", key)
+                    turn = next(t for t in conv.turns if t.key == key)
+                    assert fact.valid_from.date().isoformat() == turn.date
+                    assert fact.source_episode_id == f"session-{turn.session:02d}"
 
     keyword_only = ask(path, small, index, {"mode": "keyword"})
     hybrid = ask(path, small, index, {})

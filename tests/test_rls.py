@@ -24,8 +24,8 @@ from sgam_store.core.errors import ConfigurationError, TenantScopeError
 from sgam_store.engines.postgres import episodes as pg_episodes
 from sgam_store.engines.postgres import reads, roles
 from sgam_store.ledger import changes as ledger_changes
-from sgam_store.read import search
-from sgam_store.read.search import RetrievalConfig
+from sgam_store.read import scope as read_scope
+from sgam_store.read.query import RetrievalConfig
 from tests.conftest import HashEmbeddings
 
 VICTIM, ATTACKER = "acme", "umbrella"
@@ -88,7 +88,7 @@ def no_tenant_predicates(monkeypatch: pytest.MonkeyPatch) -> None:
     every namespace the application builds for a tenant names the victim's."""
     scope = reads._scope
     monkeypatch.setattr(reads, "_scope", lambda at, known_at, tenant: scope(at, known_at, None))
-    monkeypatch.setattr(search, "tenant_of", lambda engine, scope, op: None)
+    monkeypatch.setattr(read_scope, "tenant_of", lambda engine, scope, op: None)
     feed = ledger_changes.feed
     monkeypatch.setattr(ledger_changes, "feed", lambda engine, t, *rest: feed(engine, None, *rest))
     by_id = pg_episodes.by_id

@@ -13,7 +13,6 @@ import pytest
 from langgraph.store.base import SearchOp
 
 from sgam_store import SGAMStore
-from sgam_store.read import search
 from tests.conftest import HashEmbeddings
 from tests.test_scope_keywords import VOCABULARY, assert_hits_as_always_counted
 
@@ -40,7 +39,7 @@ def langmem_store(target: str) -> Iterator[SGAMStore]:
 
 
 def test_terms_no_scope_fact_holds_change_no_hit(langmem_store: SGAMStore) -> None:
-    engine, scope = langmem_store.engine, search.Scope()
+    engine = langmem_store.engine
     make_mirror = getattr(engine.reads, "keyword_mirror", None)
     mirrors = [None, make_mirror()] if make_mirror is not None else [None]
     rng = random.Random(9)
@@ -51,7 +50,7 @@ def test_terms_no_scope_fact_holds_change_no_hit(langmem_store: SGAMStore) -> No
             words += rng.sample(ELSEWHERE + NOWHERE, rng.randint(1, 2))
             rng.shuffle(words)
             op = SearchOp(("memories", user), query=" ".join(words), limit=10)
-            assert_hits_as_always_counted(engine, conn, scope, op, mirrors)
+            assert_hits_as_always_counted(engine, conn, op, mirrors)
 
 
 @pytest.mark.sqlite_only

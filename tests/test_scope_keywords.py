@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import SearchOp
 
 from sgam_store import SGAMStore
-from sgam_store.read import ranking, search
+from sgam_store.read import terms as read_terms
 from tests.conftest import HashEmbeddings
 
 FREQUENT = {"coffee": 0.6, "tea": 0.3}  # share of a user's memories holding each
@@ -65,38 +65,40 @@ def fill(store: SGAMStore, rng: random.Random) -> None:
             store.put(("memories", user), f"m{i}", {"content": " ".join(words)})
 
 
-def fts_scores(engine: Any, conn: Any, terms: list[str], user: str, ids: list[int]) -> ranking.Hits:
+def fts_scores(
+    engine: Any, conn: Any, terms: list[str], user: str, ids: list[int]
+) -> read_terms.Hits:
     """The index's own scores of a scope (`keyword_scores`), the reference for both rules."""
     query = engine.reads.keyword_query(conn, terms, user)
     return engine.reads.keyword_scores(conn, query, ids) if query else []
 
 
 def assert_hits_as_always_counted(
-    engine: Any, conn: Any, scope: Any, op: SearchOp, mirrors: list[Any]
-) -> tuple[list[int], ranking.Hits]:
+    engine: Any, conn: Any, op: SearchOp, mirrors: list[Any]
+) -> tuple[list[int], read_terms.Hits]:
     """`scope_keyword_hits` of `op`'s user, through the index's statements (mirror None)
     and each given mirror, equal the rule as first written: the scope's fact ids and
     those hits."""
     tenant = op.namespace_prefix[1]
     found = engine.reads.in_scope(conn, None, None, tenant, op.namespace_prefix, None, 500)
     ids = sorted(found)
-    want = always_counted(engine, conn, op, ids, ranking.TermStats())
+    want = always_counted(engine, conn, op, ids, read_terms.TermStats())
     for mirror in mirrors:
-        scorer = ranking.ScopeScorer(engine, conn, scope, op, ids, mirror)
-        got = ranking.scope_keyword_hits(engine, conn, op, scorer, ranking.TermStats())
+        scorer = read_terms.ScopeScorer(engine, conn, tenant, ids, mirror)
+        got = read_terms.scope_keyword_hits(engine, conn, op.query, scorer, read_terms.TermStats())
         assert got == want, (tenant, op.query, mirror)
     return ids, want
 
 
 def always_counted(
     engine: Any, conn: Any, op: SearchOp, ids: list[int], stats: Any
-) -> ranking.Hits:
+) -> read_terms.Hits:
     """The rule as first written, on the index's statements: count every term in the scope
     once it is large."""
     user = op.namespace_prefix[1]
     terms = engine.reads.keyword_terms(conn, op.query)
-    terms = ranking.drop_common_terms(engine, conn, terms, stats)
-    ceiling = max(ranking.SCOPE_COMMON_MIN_ROWS, ranking.SCOPE_COMMON_SHARE * len(ids))
+    terms = read_terms.drop_common_terms(engine, conn, terms, stats)
+    ceiling = max(read_terms.SCOPE_COMMON_MIN_ROWS, read_terms.SCOPE_COMMON_SHARE * len(ids))
     if len(ids) > ceiling:
         terms = [t for t in terms if len(fts_scores(engine, conn, [t], user, ids)) <= ceiling]
     return fts_scores(engine, conn, terms, user, ids)
@@ -107,7 +109,7 @@ def test_scope_hits_equal_the_always_counted_rule(langmem_store: SGAMStore) -> N
     and order as the rule that always counts."""
     rng = random.Random(31)
     fill(langmem_store, rng)
-    engine, scope = langmem_store.engine, search.Scope()
+    engine = langmem_store.engine
     make_mirror = getattr(engine.reads, "keyword_mirror", None)
     mirrors = [None, make_mirror()] if make_mirror is not None else [None]
     counted = dropped = 0
@@ -116,9 +118,9 @@ def test_scope_hits_equal_the_always_counted_rule(langmem_store: SGAMStore) -> N
             user = rng.choice(list(USERS))
             query = " ".join(rng.sample(VOCABULARY, rng.randint(1, 4)))
             op = SearchOp(("memories", user), query=query, limit=10)
-            ids, want = assert_hits_as_always_counted(engine, conn, scope, op, mirrors)
+            ids, want = assert_hits_as_always_counted(engine, conn, op, mirrors)
             full = fts_scores(engine, conn, engine.reads.keyword_terms(conn, query), user, ids)
-            counted += len(full) > max(ranking.SCOPE_COMMON_MIN_ROWS, len(ids) / 4)
+            counted += len(full) > max(read_terms.SCOPE_COMMON_MIN_ROWS, len(ids) / 4)
             dropped += len(want) != len(full)
     # both branches ran: queries whose matches exceed the ceiling, and terms dropped
     assert counted > 0 and dropped > 0

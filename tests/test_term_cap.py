@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sgam_store import SGAMStore
-from sgam_store.read import ranking
-from sgam_store.read.ranking import TERM_STATS_GROWTH, TermStats, common_ceiling
+from sgam_store.read import terms as read_terms
+from sgam_store.read.terms import TERM_STATS_GROWTH, TermStats, common_ceiling
 
 ENGINES = ("sqlite", "postgres")
 
@@ -67,8 +67,8 @@ def test_the_cut_with_capped_counts_drops_what_exact_counts_drop(
     reads = engine_.reads
     with engine_.reading() as conn:
         rows = reads.highest_row_id(conn)
-    monkeypatch.setattr(ranking, "COMMON_TERM_MIN_ROWS", 8)
-    monkeypatch.setattr(ranking, "COMMON_TERM_SHARE", 15 / rows)
+    monkeypatch.setattr(read_terms, "COMMON_TERM_MIN_ROWS", 8)
+    monkeypatch.setattr(read_terms, "COMMON_TERM_SHARE", 15 / rows)
     with engine_.reading() as conn:
         passport, visa, note = (
             reads.keyword_terms(conn, w)[0] for w in ("passport", "visa", "note")

@@ -1,4 +1,4 @@
-"""Hybrid search's cache of term counts (`read.ranking.TermStats`) under concurrent searches.
+"""Hybrid search's cache of term counts (`read.terms.TermStats`) under concurrent searches.
 
 Found by benchmarks/bench_replicas.py: with the local embedding, a search on a server
 failed with KeyError (HTTP 500) when another search, in another thread, replaced the
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sgam_store import SGAMStore
-from sgam_store.read.ranking import TermStats
+from sgam_store.read.terms import TermStats
 
 ENGINES = ("sqlite", "postgres")
 

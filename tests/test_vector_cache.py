@@ -206,7 +206,7 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
 ) -> None:
     """Hybrid search may scan the cache in a worker thread while FTS5 runs: same answers,
     including pages, filters, tenant prefixes, a missing tenant and deleted facts."""
-    import sgam_store.read.ranking as ranking_module
+    import sgam_store.read.candidates as candidates_module
 
     store = SGAMStore(db_path, index=_index())  # hybrid, the default
     store.setup()
@@ -230,11 +230,11 @@ def test_overlapped_hybrid_search_answers_as_the_sequential_one(
             for prefix, query, flt, offset in searches
         ]
 
-    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 10**9)
+    monkeypatch.setattr(candidates_module, "OVERLAP_MIN_VECTORS", 10**9)
     sequential = answers()
     assert store._ranker._pool is None  # nothing went to the scanner thread
-    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(ranking_module, "_CORES", 2)
+    monkeypatch.setattr(candidates_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(candidates_module, "_CORES", 2)
     overlapped = answers()
     assert store._ranker._pool is not None  # the scans ran in the scanner thread
     assert overlapped == sequential
@@ -249,10 +249,10 @@ def test_overlapped_search_in_a_forked_child(db_path: str, monkeypatch: pytest.M
     import os
     import time
 
-    import sgam_store.read.ranking as ranking_module
+    import sgam_store.read.candidates as candidates_module
 
-    monkeypatch.setattr(ranking_module, "OVERLAP_MIN_VECTORS", 1)
-    monkeypatch.setattr(ranking_module, "_CORES", 2)
+    monkeypatch.setattr(candidates_module, "OVERLAP_MIN_VECTORS", 1)
+    monkeypatch.setattr(candidates_module, "_CORES", 2)
     store = SGAMStore(db_path, index=_index())
     store.setup()
     _fill(store, 30)

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 
 import sgam_store.engines.sqlite.vector_cache as vector_cache
 from sgam_store import ConfigurationError, SGAMStore
-from sgam_store.read.search import RetrievalConfig
+from sgam_store.read.query import RetrievalConfig
 
 ENGINES = ("sqlite", "postgres")
 MODES = ("float32", "float16", "int8")

@@ -1,1 +1,1 @@
-"""The read path: filters and search, indexing, the vector mirror, ranking, cited recall."""
+"""The read path: searches as a pipeline (`pipeline`), gets and listings, indexing, recall."""

@@ -14,8 +14,9 @@ from typing import Any
 
 from langgraph.store.base import SearchItem, SearchOp
 
-from sgam_store.read import ranking, search
-from sgam_store.read.search import Ranked, RetrievalConfig, Scope
+from sgam_store.read import candidates, items, scoring
+from sgam_store.read.query import Ranked, RetrievalConfig, Scope, vector_depth
+from sgam_store.read.scope import Bounds, plain
 
 
 @dataclass(frozen=True)
@@ -55,15 +56,16 @@ def explain(
         rows = engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
         fids = [fid for fid, _, _ in page]
         depth = max(op.offset + op.limit, retrieval.depth)
-        keyword, keyword_rank = _keyword_side(engine, conn, scope, op, fids, depth, retrieval)
-        cosine, vector_rank = _vector_side(engine, conn, scope, op, query_vec, fids, depth)
+        bounds = plain(engine, conn, scope, op)
+        keyword, keyword_rank = _keyword_side(bounds, op.query, fids, depth)
+        cosine, vector_rank = _vector_side(bounds, query_vec, fids, depth)
     if retrieval.mode == "keyword":
         cosine, vector_rank = {}, {}
     elif retrieval.mode == "vector" and query_vec is not None:
         keyword, keyword_rank = {}, {}
     return [
         Explanation(
-            item=search.to_item(rows[row_id], score=score, search=True),  # type: ignore[arg-type]
+            item=items.to_item(rows[row_id], score=score, search=True),  # type: ignore[arg-type]
             score=score,
             keyword=keyword.get(fid),
             keyword_rank=keyword_rank.get(fid),
@@ -83,42 +85,29 @@ def _places(ranked: Ranked) -> dict[int, int]:
 
 
 def _keyword_side(
-    engine: Any,
-    conn: Any,
-    scope: Scope,
-    op: SearchOp,
-    fids: list[int],
-    depth: int,
-    retrieval: RetrievalConfig,
+    bounds: Bounds, query: str, fids: list[int], depth: int
 ) -> tuple[dict[int, float], dict[int, int]]:
     """({fact_id: share of the query's terms held}, {fact_id: BM25 rank}) of `fids`;
     a memory that holds no term of the query is in neither."""
-    terms = engine.reads.keyword_terms(conn, op.query or "")
+    engine, conn = bounds.engine, bounds.conn
+    terms = engine.reads.keyword_terms(conn, query)
     share = engine.reads.keyword_coverage(conn, terms, fids) if terms and fids else {}
     held = {fid: s for fid, s in share.items() if s > 0}
-    seen = ranking.Candidates(engine, conn, scope, op)
-    ranked = ranking.keyword_ranking(engine, conn, scope, op, depth, seen)
+    seen = candidates.Admission(bounds)
+    ranked = candidates.keyword_ranking(bounds, query, depth, seen)
     wanted = set(fids)
     return held, {fid: p for fid, p in _places(ranked).items() if fid in wanted}
 
 
 def _vector_side(
-    engine: Any,
-    conn: Any,
-    scope: Scope,
-    op: SearchOp,
-    query_vec: bytes | None,
-    fids: list[int],
-    depth: int,
+    bounds: Bounds, query_vec: bytes | None, fids: list[int], depth: int
 ) -> tuple[dict[int, float], dict[int, int]]:
     """({fact_id: cosine}, {fact_id: vector rank}) of `fids`; empty without a query
     vector (no index, or a query with no direction)."""
     if query_vec is None or not fids:
         return {}, {}
-    cosine = ranking.cosine_for(engine, conn, fids, query_vec)
-    seen = ranking.Candidates(engine, conn, scope, op)
-    ranked = ranking.vector_ranking(
-        engine, conn, scope, op, query_vec, ranking.vector_depth(depth), seen
-    )
+    cosine = scoring.cosine_for(bounds.engine, bounds.conn, fids, query_vec)
+    seen = candidates.Admission(bounds)
+    ranked = candidates.vector_ranking(bounds, query_vec, vector_depth(depth), seen)
     wanted = set(fids)
     return cosine, {fid: p for fid, p in _places(ranked).items() if fid in wanted}

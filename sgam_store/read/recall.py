@@ -17,7 +17,7 @@ from typing import Any
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces
 from sgam_store.core.models import Fact
-from sgam_store.read.search import Scope
+from sgam_store.read.query import Scope
 
 
 @dataclass(frozen=True)

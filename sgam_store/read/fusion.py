@@ -1,0 +1,135 @@
+"""The read path's fourth stage: the candidates' signals fused into one order.
+
+Given the scoring stage's `Signals`, `fused` orders the candidates: keywords alone as
+scored, vectors alone by cosine, both by the configured fusion (relative score fusion or
+reciprocal rank fusion), scored on the cosine scale so the score never rises down the
+list. Nothing here reads the store.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from sgam_store.read.query import KEYWORD_FLOOR, Ranked, RetrievalConfig, Search
+from sgam_store.read.scoring import Signals
+
+
+def fused(search: Search, signals: Signals) -> Ranked:
+    """The stage: `signals` in one order, best first."""
+    if signals.keyword_only:
+        return signals.keyword
+    if not search.hybrid:
+        return signals.vector
+    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg)
+
+
+def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
+    """The configured fusion of both rankings, scored on the cosine scale."""
+    signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
+    if cfg.fusion == "rrf":
+        fused = fuse_rrf(signals, cfg.rrf_k)
+    else:
+        fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor)
+    return similarity_scores(fused, cosine, keyword)
+
+
+def _tie_ranks(ranked: Ranked) -> dict[int, int]:
+    """1-based competition ranks: equal scores share a rank, so ties add no order."""
+    ranks: dict[int, int] = {}
+    for position, (fact_id, score, _) in enumerate(ranked):
+        tied = position > 0 and score == ranked[position - 1][1]
+        ranks[fact_id] = ranks[ranked[position - 1][0]] if tied else position + 1
+    return ranks
+
+
+def fuse_rrf(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int, float, Any]]:
+    """Weighted reciprocal rank fusion: sum of weight / (rrf_k + rank) over rankings.
+
+    Returns (fact_id, score, row) best first, the score divided by its ceiling (first in
+    every ranking) so it lies in (0, 1]; ties keep the first ranking's order.
+    """
+    fused: dict[int, float] = {}
+    rows: dict[int, Any] = {}
+    order: dict[int, int] = {}
+    for weight, ranked in weighted:
+        for fact_id, rank in _tie_ranks(ranked).items():
+            fused[fact_id] = fused.get(fact_id, 0.0) + weight / (rrf_k + rank)
+        for fact_id, _, row in ranked:
+            rows.setdefault(fact_id, row)
+            order.setdefault(fact_id, len(order))
+    ceiling = sum(weight for weight, _ in weighted) / (rrf_k + 1) or 1.0
+    best = sorted(fused, key=lambda fid: (-fused[fid], order[fid]))
+    return [(fid, fused[fid] / ceiling, rows[fid]) for fid in best]
+
+
+def _min_max(scores: dict[int, float]) -> dict[int, float]:
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {fid: (v - low) / span if span else 1.0 for fid, v in scores.items()}
+
+
+def _floored(scores: dict[int, float], floor: float) -> dict[int, float]:
+    """Min-max into [floor, 1]: every match keeps a part above a non-match's 0."""
+    return {fid: floor + (1 - floor) * v for fid, v in _min_max(scores).items()}
+
+
+def fuse_relative(
+    vector: tuple[float, Ranked],
+    keyword: tuple[float, Ranked],
+    floor: float = KEYWORD_FLOOR,
+) -> list[tuple[int, float, Any]]:
+    """Relative score fusion: the weighted mean of each signal's normalized score.
+
+    Unlike RRF it keeps score gaps: a candidate that is clearly best on one signal and
+    merely tied on the other wins, where rank fusion would let the ties decide. The
+    vector ranking covers every candidate (keyword hits get their exact cosine), so it
+    is min-max normalized over them. BM25 is min-max normalized onto [floor, 1]:
+    the weakest keyword match still counts, so of two candidates equal on vectors the
+    one that also matches the words ranks first. A candidate missing from
+    a ranking gets 0 for that signal. The score is the fused one, in [0, 1], so it
+    falls with rank.
+    """
+    fused: dict[int, float] = {}
+    rows: dict[int, Any] = {}
+    total = vector[0] + keyword[0] or 1.0
+    for (weight, ranked), normalize in (
+        (vector, _min_max),
+        (keyword, partial(_floored, floor=floor)),
+    ):
+        if not ranked:
+            continue
+        for fact_id, norm in normalize({fid: score for fid, score, _ in ranked}).items():
+            fused[fact_id] = fused.get(fact_id, 0.0) + weight * norm / total
+        for fact_id, _, row in ranked:
+            rows.setdefault(fact_id, row)
+    best = sorted(fused, key=lambda fid: -fused[fid])
+    return [(fid, fused[fid], rows[fid]) for fid in best]
+
+
+def similarity_scores(
+    fused: list[tuple[int, float, Any]], cosine: dict[int, float], keyword: Ranked
+) -> Ranked:
+    """The fused order, scored on the cosine-similarity scale, never rising down the list.
+
+    LangGraph's stores report a search score as the similarity, and its store suite checks
+    that; the fused order can rank a keyword match above a more similar hit. Each hit
+    therefore gets the best similarity at or below its rank: its own cosine wherever the
+    order agrees with similarity (always, for one result), otherwise that of the more
+    similar hit it outranks. A hit without vectors takes the score above it. With no
+    vectors among the candidates the order is the keyword one, scored as in keyword mode.
+    """
+    if not any(fid in cosine for fid, _, _ in fused):
+        return keyword
+    scores: list[float | None] = []
+    best: float | None = None
+    for fid, _, _ in reversed(fused):
+        value = cosine.get(fid)
+        if value is not None and (best is None or value > best):
+            best = value
+        scores.append(best)
+    scores.reverse()
+    for i in range(1, len(scores)):
+        if scores[i] is None:
+            scores[i] = scores[i - 1]
+    return [(fid, score, row) for (fid, _, row), score in zip(fused, scores, strict=True)]

@@ -1,0 +1,160 @@
+"""What a search asks, and the shapes the read path's stages hand each other.
+
+The read path runs one way (`pipeline`): scope -> candidates -> scoring -> fusion ->
+items. Every stage reads the search as a `Search` (the view's `Scope`, LangGraph's
+`SearchOp`, the query vector, the `RetrievalConfig`) and passes on rankings as `Ranked`
+lists. This module is under all of them and calls none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langgraph.store.base import SearchOp
+
+from sgam_store.core import analysis
+from sgam_store.core.errors import ConfigurationError
+
+Ranked = list[tuple[int, float, Any]]  # (fact_id, score, row_id of its visible version)
+Hits = list[tuple[int, float]]  # (fact_id, score), best first, before the scope check
+Batch = tuple[Hits, bool]  # n hits, and whether the ranking has no more
+Fetch = Callable[[int], Batch]  # the ranking's n best hits
+
+
+class Scan(Protocol):
+    """A similarity scan of the engine's in-process mirror of the current vectors."""
+
+    count: int  # vectors scanned
+
+    def top(self, k: int) -> Hits: ...
+
+    def similarity(self, fact_ids: list[int]) -> dict[int, float]: ...
+
+
+VECTOR_MIRRORS = ("float32", "float16", "int8")  # see engines/sqlite/vector_cache.py
+
+# The weakest keyword match's share of the keyword signal (the best gets 1). Measured with
+# benchmarks/retrieval_eval.py, hybrid recall@1/5/10: floor 0 (plain min-max) 0.856 /
+# 0.972 / 0.983; 0.05: 0.867 / 0.972 / 0.978; 0.1: 0.878 / 0.972 / 0.972; 0.3: 0.911 /
+# 0.967 / 0.972. A share of the best raw BM25 instead: 0.883 / 0.950 / 0.961.
+KEYWORD_FLOOR = 0.1  # RetrievalConfig.keyword_floor's default
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How `search(query=...)` ranks.
+
+    mode: "hybrid" fuses the vector and BM25 rankings; "vector" or "keyword" use one.
+    fusion: "relative" (default) takes the weighted mean of both signals' normalized
+    scores over the candidate union; "rrf" adds weight / (rrf_k + rank) instead. Either
+    way the reported score is a similarity that never rises down the fused order (see
+    `fusion.similarity_scores`). `threshold` drops results whose score is below it.
+    `depth` is how many candidates the keyword ranking contributes before fusion, and
+    the vector ranking for "rrf"; for "relative" it gives `vector_depth(depth)`, the pool
+    its cosines are normalized over (`scoring.contributed`). Weights are finite, >= 0,
+    not both 0; depth >= 1 (ConfigurationError). `keyword_floor` (in [0, 1]) is the
+    weakest keyword match's share of the keyword signal in relative fusion.
+    `language` is how keywords are analyzed (`core.analysis`: "english", "spanish", ...,
+    or "simple", unstemmed). The database records it: None takes the recorded one, and
+    another raises ConfigurationError at `setup()` unless the keyword index is empty;
+    `SGAMStore.set_language` rebuilds the index in another one.
+    `vector_mirror` is how the in-process mirror of current vectors holds them (SQLite;
+    read when the store opens): "float32" (exact), "float16" (half the memory, scores
+    rounded) or "int8" (a quarter, the best candidates re-ranked on exact floats).
+    """
+
+    mode: str = "hybrid"
+    fusion: str = "relative"
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    keyword_floor: float = KEYWORD_FLOOR
+    language: str | None = None
+    threshold: float | None = None
+    depth: int = 30
+    vector_mirror: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("hybrid", "vector", "keyword"):
+            raise ValueError(f"retrieval mode must be hybrid, vector or keyword: {self.mode!r}")
+        if self.fusion not in ("relative", "rrf"):
+            raise ValueError(f"fusion must be relative or rrf: {self.fusion!r}")
+        self._check_fusion_numbers()
+        if self.language is not None:
+            analysis.check_language(self.language)
+        if self.vector_mirror not in VECTOR_MIRRORS:
+            raise ConfigurationError(
+                f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
+            )
+
+    def _check_fusion_numbers(self) -> None:
+        """Weights and depths that rank at all: a negative or NaN weight would turn a
+        signal's order upside down, and both weights 0 leave nothing to fuse."""
+        weights = (self.vector_weight, self.keyword_weight)
+        if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+            raise ConfigurationError(
+                f"vector_weight and keyword_weight must be finite, >= 0 and not both 0: {weights}"
+            )
+        if not 0 <= self.keyword_floor <= 1:
+            raise ConfigurationError(f"keyword_floor must be in [0, 1]: {self.keyword_floor}")
+        if self.depth < 1 or self.rrf_k < 0:
+            raise ConfigurationError(
+                f"depth must be >= 1 and rrf_k >= 0: depth={self.depth}, rrf_k={self.rrf_k}"
+            )
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which rows a read may see: valid instant, belief instant, and tenant confinement."""
+
+    at: str | None = None
+    known_at: str | None = None
+    tenant: str | None = None
+
+    @property
+    def current(self) -> bool:
+        return self.at is None and self.known_at is None
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search with a query, as every stage reads it. `vector` is the query vector
+    where vectors rank (None: keywords alone, in keyword mode, with no index, or for a
+    query with no direction)."""
+
+    scope: Scope
+    op: SearchOp
+    vector: bytes | None
+    cfg: RetrievalConfig
+
+    @property
+    def want(self) -> int:
+        """Hits the page needs: its offset and its limit."""
+        return self.op.offset + self.op.limit
+
+    @property
+    def depth(self) -> int:
+        """How deep the keyword ranking goes (`RetrievalConfig.depth`, at least the page)."""
+        return max(self.want, self.cfg.depth)
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether both rankings run and are fused."""
+        return self.vector is not None and self.cfg.mode == "hybrid"
+
+    @property
+    def text(self) -> str:
+        return self.op.query or ""
+
+
+def keyword_depth(want: int) -> int:
+    """The keyword ranking's first batch for `want` admitted hits."""
+    return max(32, want * 2)
+
+
+def vector_depth(want: int) -> int:
+    """The vector ranking's first batch for `want` admitted hits."""
+    return max(64, want * 4)

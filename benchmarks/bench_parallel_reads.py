@@ -12,7 +12,7 @@ vector only, keyword only) and each search (one tenant, all tenants) it alternat
 of 1 thread and of `--threads` threads (1, N, 1, N, ...), each searching for `--seconds`,
 and reports the median searches/s of each and their ratio, with the process's CPU time
 per wall second during the 1-thread rounds: a hybrid search already runs its vector scan
-beside its keyword ranking (read/ranking.py), so one thread keeps more than one core busy.
+beside its keyword ranking (read/candidates.py), so one thread keeps more than one core busy.
 Every answer is compared with the 1-thread answer to the same query; a mismatch is
 counted (and makes the exit status 1). Bounded: load + modes x 2 x rounds x 2 x seconds.
 """

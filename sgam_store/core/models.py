@@ -135,7 +135,7 @@ class FactRow(NamedTuple):
 
 
 class ItemRow(NamedTuple):
-    """The columns of a version an item is built from (`read.search.to_item`), by the
+    """The columns of a version an item is built from (`read.items.to_item`), by the
     names `FactRow` gives them: what the schema registry's dual read looks at
     (`schema_migration.present`), and the expiry a remembered listing is valid until.
 

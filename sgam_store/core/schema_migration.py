@@ -170,7 +170,7 @@ def loads_deep(text: str) -> Any:
 def present(row: Mapping[str, Any]) -> tuple[dict[str, Any], int, bool]:
     """(item-form value, schema_version, scalar) of a stored row as readers see it.
 
-    The dual-read hook of `ledger.row_to_fact` and `search.to_item`: believed rows in
+    The dual-read hook of `ledger.row_to_fact` and `read.items.to_item`: believed rows in
     the newest registered shape, retired rows exactly as stored.
     """
     value = loads_deep(row["value"])

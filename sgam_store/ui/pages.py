@@ -572,7 +572,7 @@ def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     A score never rises down the list (so a threshold keeps a prefix of the ranking).
     In keyword search it is the lowest share of the query's terms held by the hit or any
-    hit above it (`read.search.calibrated`): BM25 may rank first a short memory holding
+    hit above it (`read.scoring.calibrated`): BM25 may rank first a short memory holding
     one rare term of the query ("city 7" for "preference number 7", whose other words
     are in half the tenant's memories), and every hit below then scores that share,
     the exact match included. With vectors it is the highest cosine of the hit or any

@@ -87,7 +87,7 @@ _scope = partial(portable.scope, POSTGRES)
 
 def _prefix_sql(prefix: Sequence[str]) -> tuple[str, list[Any]]:
     """Namespaces under `prefix` at label boundaries ('foo' never matches 'foobar'). The
-    tenant a prefix names arrives as `tenant` (`search.narrow`), for the indexes."""
+    tenant a prefix names arrives as `tenant` (`read.scope.narrow`), for the indexes."""
     if not prefix:
         return "TRUE", []
     text = namespaces.to_text(prefix)
@@ -453,7 +453,7 @@ def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQue
 
 def keyword_coverage(conn: Any, terms: list[str], fact_ids: list[int]) -> dict[int, float]:
     """{fact_id: share of `terms` its keyword row holds} for those of `fact_ids` with one:
-    the calibrated keyword score (`read.search.calibrated`), defined as on SQLite: it
+    the calibrated keyword score (`read.scoring.calibrated`), defined as on SQLite: it
     depends on the query and the row alone, never on how many rows there are."""
     wanted = list(dict.fromkeys(terms))
     if not wanted or not fact_ids:

@@ -56,7 +56,7 @@ def _search_scope(
     filter: dict[str, Any] | None,
 ) -> tuple[str, list[Any]]:
     """`_scope`, narrowed to the namespaces under `prefix` and to the values `filter` takes."""
-    # A current scope of a tenant alone arrives with no prefix (`search.narrow`): one
+    # A current scope of a tenant alone arrives with no prefix (`read.scope.narrow`): one
     # range of facts_current_count, not an OR of two index searches (a filtered listing at
     # 20k: 2.18 -> 1.75 ms).
     cond, params = _scope(at, known_at, tenant)
@@ -395,7 +395,7 @@ def keyword_scores(conn: Any, query: KeywordQuery, fact_ids: list[int]) -> Hits:
 
 def keyword_coverage(conn: Any, terms: list[str], fact_ids: list[int]) -> dict[int, float]:
     """{fact_id: share of `terms` its keyword row holds} for those of `fact_ids` with one:
-    the calibrated keyword score (`read.search.calibrated`), which depends on the query
+    the calibrated keyword score (`read.scoring.calibrated`), which depends on the query
     and the row alone, never on how many rows the index holds.
 
     Read from the rows' text, not by a MATCH per term: FTS5 seeks each rowid of each

@@ -21,6 +21,7 @@ linking every page of docs/.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import re
 import shlex
@@ -108,9 +109,11 @@ def run_page(page: Path, monkeypatch, request) -> None:
 
         request.getfixturevalue("pg_server")
         monkeypatch.setenv("SGAM_PG_URI", pg.fresh_database())
+    demo = None
     if needs_the_demo(page_steps):
         status, err = run_sgam(DEMO)
         assert status == 0, err
+        demo = demo_bytes()
     for step in page_steps:
         if step.kind == "file":
             Path(step.filename).write_text(step.text)
@@ -124,11 +127,20 @@ def run_page(page: Path, monkeypatch, request) -> None:
             status, err = run_sgam(step.text)
             if status != 0:
                 fail(page, step, status, err)
+            if step.text.startswith("sgam replay") and DEMO_DB in step.text:
+                demo = demo_bytes()
         elif step.kind == "command":
             argv = [sys.executable, *shlex.split(step.text, comments=True)[1:]]
             run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
             if run.returncode != 0:
                 fail(page, step, run.returncode, run.stderr.strip().splitlines())
+    if demo is not None:  # a later page opens the demo file as the replay left it
+        assert demo_bytes() == demo, f"{name(page)} changes {DEMO_DB}: run it on a copy"
+
+
+def demo_bytes() -> str:
+    """The demo file's digest: its bytes, which a page's reads must leave as they are."""
+    return hashlib.sha256(Path(DEMO_DB).read_bytes()).hexdigest()
 
 
 def fail(page: Path, step: Step, status: object, err: list[str]) -> None:

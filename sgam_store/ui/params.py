@@ -97,6 +97,12 @@ class When:
         return self.valid_at is None and self.known_at is None
 
     def params(self) -> dict[str, str]:
-        """The URL parameters that carry this point in time to the next page."""
+        """The URL parameters that carry this point in time to the next page: to the
+        second where that is exact (`2026-06-02T00:00:00Z`), in full where it is not."""
         found = {"valid_at": self.valid_at, "known_at": self.known_at}
-        return {k: v for k, v in found.items() if v}
+        return {k: _exact_text(v) for k, v in found.items() if v}
+
+
+def _exact_text(stored: str) -> str:
+    """A stored instant as a link carries it: its microseconds only when they are not 0."""
+    return f"{stored[:19]}Z" if stored.endswith(".000000Z") else stored

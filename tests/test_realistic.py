@@ -175,3 +175,16 @@ def test_bad_requests_are_typed_errors(tmp_path: Path, made: Realistic) -> None:
         build(str(tmp_path / "x.db"), layout="sgam", facts=10)
     with pytest.raises(ConfigurationError, match="already holds facts"):
         build(made.path, layout=made.layout, facts=1000)
+
+
+@pytest.mark.parametrize("layout", ["sgam", "langmem"])
+def test_builds_on_postgresql(layout: str, pg_server: str) -> None:
+    from tests import pg
+
+    target = pg.fresh_database()
+    made = build(target, layout=layout, facts=MIN_FACTS)  # type: ignore[arg-type]
+    assert check_file(target, index=False).facts > 0.9 * made.facts
+    with SGAMStore.from_conn_string(target) as store:
+        reviews, idle = pending_reviews(store, None, limit=10_000)
+        assert len(reviews) + len(idle) == made.review_queue
+        assert len(store.history(*_key(store, made.deep_key))) == made.deep_versions

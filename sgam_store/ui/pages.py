@@ -48,6 +48,7 @@ TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this f
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
 DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
+DECISIONS_LOOKUP = 10_000  # an undo finds its decision among this many of the latest
 
 
 class NotFound(LookupError):
@@ -613,7 +614,7 @@ class ReviewPage(Page):
         return {
             "tenant": tenant,
             "queue": [self._queued(tenant, q) for q in waiting],
-            "decisions": tenant_decisions(store, tenant),
+            "decisions": tenant_decisions(store, tenant, DECISIONS),
         }
 
     def _queued(self, tenant: str, queued: Queued) -> dict[str, Any]:
@@ -631,12 +632,15 @@ class ReviewPage(Page):
         }
 
 
-def tenant_decisions(store: SGAMStore, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's latest review decisions, newest first, each with the keys of its two
-    memories (`recent_decisions`: DECISIONS of them, read by decision, not by fact)."""
+def tenant_decisions(
+    store: SGAMStore, tenant: str, limit: int = DECISIONS_LOOKUP
+) -> list[dict[str, Any]]:
+    """The tenant's latest `limit` review decisions, newest first, each with the keys of
+    its two memories (`recent_decisions`: read by decision, not by fact). The review page
+    shows DECISIONS; an undo looks its decision up among DECISIONS_LOOKUP."""
     return [
         {**vars(d.decision), "new": _key(d.new), "old": _key(d.old)}
-        for d in recent_decisions(store, tenant, limit=DECISIONS)
+        for d in recent_decisions(store, tenant, limit=limit)
     ]
 
 

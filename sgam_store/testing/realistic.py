@@ -292,6 +292,34 @@ class _Builder:
     def run(self) -> Realistic:
         raise NotImplementedError
 
+    def described(
+        self, reviewed: _Review, made: tuple[Key, tuple[Key, int], Key, Key, int], **own: Any
+    ) -> Realistic:
+        """What `build` made: the fields every layout fills alike (`made`: the deep key,
+        the long memory and its size, the hostile and the long key, the expired count),
+        then the layout's `own`."""
+        deep, long_memory, hostile, long_key, expired = made
+        return Realistic(
+            path=self.path,
+            layout=self.layout,
+            seed=self.seed,
+            tenant_at=self.tenant_at,
+            deep_key=deep,
+            deep_versions=DEEP_WEEKS * 7,
+            long_memory=long_memory[0],
+            long_memory_bytes=long_memory[1],
+            hostile_key=hostile,
+            hostile_tenant=HOSTILE_TENANT,
+            long_key=long_key,
+            review_queue=reviewed.queued,
+            decided=len(reviewed.decision_ids),
+            undone=reviewed.undone,
+            decision_ids=reviewed.decision_ids,
+            expired=expired,
+            episode_ids=self.sample(),
+            **own,
+        )
+
     def counts(self) -> dict[str, int]:
         assert self.store is not None
         rows = self.store.stats()["rows"]
@@ -332,27 +360,12 @@ class _Sgam(_Builder):
             counts = self.counts()
         finally:
             self.store.close()
-        return Realistic(
-            path=self.path,
-            layout=self.layout,
-            seed=self.seed,
-            tenant_at=self.tenant_at,
+        return self.described(
+            reviewed,
+            (deep, long_memory, hostile, long_key, expired),
             tenants=sorted(SGAM_TENANTS),
             big_tenant=SGAM_TENANTS[0],
             subjects=subjects,
-            deep_key=deep,
-            deep_versions=DEEP_WEEKS * 7,
-            long_memory=long_memory[0],
-            long_memory_bytes=long_memory[1],
-            hostile_key=hostile,
-            hostile_tenant=HOSTILE_TENANT,
-            long_key=long_key,
-            review_queue=reviewed.queued,
-            decided=len(reviewed.decision_ids),
-            undone=reviewed.undone,
-            decision_ids=reviewed.decision_ids,
-            expired=expired,
-            episode_ids=self.sample(),
             delayed=delayed,
             corrections=corrections,
             **counts,
@@ -515,27 +528,12 @@ class _LangMem(_Builder):
             counts = self.counts()
         finally:
             self.store.close()
-        return Realistic(
-            path=self.path,
-            layout=self.layout,
-            seed=self.seed,
-            tenant_at=self.tenant_at,
+        return self.described(
+            reviewed,
+            (deep, long_memory, hostile, long_key, expired),
             tenants=sorted(self.users),
             big_tenant=big,
             subjects=len(self.users),
-            deep_key=deep,
-            deep_versions=DEEP_WEEKS * 7,
-            long_memory=long_memory[0],
-            long_memory_bytes=long_memory[1],
-            hostile_key=hostile,
-            hostile_tenant=HOSTILE_TENANT,
-            long_key=long_key,
-            review_queue=reviewed.queued,
-            decided=len(reviewed.decision_ids),
-            undone=reviewed.undone,
-            decision_ids=reviewed.decision_ids,
-            expired=expired,
-            episode_ids=self.sample(),
             **counts,
         )
 

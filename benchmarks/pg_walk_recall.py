@@ -10,27 +10,28 @@ text repeats (as agents' memories do), and among equal vectors any ten are the t
 
     python benchmarks/pg_walk_recall.py --facts 20000            # ~20 min, most of it embedding
 
-Both scopes are read through the engine's own statements: the whole store (all tenants) and
-its largest tenant, exactly (`_current_scan`) and by the walk (`_walk`) at several ef_search.
+Both scopes are searched through the public API, vector-only: all users (past 5,000 current
+vectors, the HNSW walk) and the largest user (exact up to 20,000), each now and as of now (a
+point-in-time search scans exactly), so the walk's time and recall stand beside the scan's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 from harness import Databases
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
 from sgam_store import LocalMiniLM, SGAMStore
-from sgam_store.engines.postgres import reads
 from sgam_store.testing.realistic import build
 
 Memory = tuple[tuple[str, ...], str, dict[str, Any]]
@@ -69,6 +70,10 @@ class Lookup(Embeddings):
     def __init__(self, texts: list[str], found: np.ndarray) -> None:
         self.table = dict(zip(texts, found.tolist(), strict=True))
 
+    def add(self, texts: list[str], found: np.ndarray) -> Lookup:
+        self.table.update(zip(texts, found.tolist(), strict=True))
+        return self
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.table[t] for t in texts]
 
@@ -76,47 +81,48 @@ class Lookup(Embeddings):
         return self.table[text]
 
 
-def measure(store: SGAMStore, asked: np.ndarray, tenant: str | None, ef: int | None) -> str:
-    """Median time and recall@10 (mean, worst) of one scope, exact (ef None) or walked."""
-    with store.engine.reading() as conn:
-        rows = conn.execute(
-            "SELECT fact_id, tenant_id, embedding::text FROM fact_vectors WHERE is_current"
-        ).fetchall()
-    ids = {int(r[0]): i for i, r in enumerate(rows)}
-    matrix = np.array([json.loads(r[2]) for r in rows], dtype=np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    owners = np.array([r[1] for r in rows])
-    times, recalls = [], []
-    for query in asked:
-        scores = matrix @ (query / np.linalg.norm(query))
-        if tenant is not None:
-            scores = np.where(owners == tenant, scores, -np.inf)
-        tenth = np.sort(scores)[-10]
-        vec = reads._vector(query.tobytes())
-        with store.engine.snapshot() as conn:
+def measure(
+    store: SGAMStore,
+    memories_: list[Memory],
+    vecs: np.ndarray,
+    asked: list[np.ndarray],
+    queries: list[str],
+    user: str | None,
+) -> list[str]:
+    """Median time and recall@10 (mean, worst) of one scope's vector search, as it runs now
+    (past the exact limit, the walk) and as of now (a point-in-time search, always an exact
+    scan), against numpy's exact top 10 over the same vectors."""
+    keys = {(m[0], m[1]): i for i, m in enumerate(memories_)}
+    matrix = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    owners = np.array([m[0][1] for m in memories_])
+    scope = ("memories",) if user is None else ("memories", user)
+    lines = []
+    as_of_now = store.as_of(datetime.now(UTC))
+    for label, reader in (("now", store), ("as of now: exact scan", as_of_now)):
+        times, recalls = [], []
+        for query, vec in zip(queries, asked, strict=True):
+            scores = matrix @ (vec / np.linalg.norm(vec))
+            if user is not None:
+                scores = np.where(owners == user, scores, -np.inf)
+            tenth = np.sort(scores)[-10]
             started = time.perf_counter()
-            if ef is None:
-                hits = reads._current_scan(conn, vec, 10, tenant)
-            else:
-                hits = _walk_at(conn, vec, tenant, ef)
+            hits = reader.search(scope, query=query, limit=10)
             times.append(time.perf_counter() - started)
-        recalls.append(sum(scores[ids[f]] >= tenth - 1e-5 for f, _ in hits) / 10)
-    how = "exact scan" if ef is None else f"walk, ef_search {ef}"
-    size = len(rows) if tenant is None else int((owners == tenant).sum())
-    return (
-        f"{tenant or 'all tenants'} ({size} vectors) | {how} | "
-        f"{statistics.median(times) * 1e3:.2f} ms | "
-        f"{statistics.mean(recalls):.3f} (worst {min(recalls):.1f})"
-    )
+            right = sum(scores[keys[(tuple(h.namespace), h.key)]] >= tenth - 1e-5 for h in hits)
+            recalls.append(right / 10)
+        size = len(memories_) if user is None else int((owners == user).sum())
+        lines.append(
+            f"{user or 'all users'} ({size:,} memories) | {label} | "
+            f"{statistics.median(times) * 1e3:.2f} ms | "
+            f"{statistics.mean(recalls):.3f} (worst {min(recalls):.1f})"
+        )
+    return lines
 
 
-def _walk_at(conn: Any, vec: Any, tenant: str | None, ef: int) -> list[tuple[int, float]]:
-    """The engine's walk with ef_search held at `ef` (it derives it from k otherwise)."""
-    floor, reads.EF_SEARCH_MIN = reads.EF_SEARCH_MIN, ef
-    try:
-        return reads._walk(conn, vec, 10, tenant)
-    finally:
-        reads.EF_SEARCH_MIN = floor
+def analyze(uri: str) -> None:
+    """Planner statistics, as a database in use has them (a fresh load has none)."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("ANALYZE")
 
 
 def main() -> int:
@@ -133,23 +139,27 @@ def main() -> int:
     text_vecs, query_vecs = vectors(work / f"minilm-{args.facts}.npz", texts, queries)
     databases = Databases(args.pg_uri)
     try:
-        index = {"dims": 384, "embed": Lookup(texts, text_vecs), "fields": ["content"]}
-        with SGAMStore.from_conn_string(databases.fresh(), tenant_at=1, index=index) as store:
+        embed = Lookup(texts, text_vecs).add(queries, query_vecs)
+        index = {"dims": 384, "embed": embed, "fields": ["content"]}
+        uri = databases.fresh()
+        vector_only = {"mode": "vector"}
+        with SGAMStore.from_conn_string(
+            uri, tenant_at=1, index=index, retrieval=vector_only
+        ) as store:
             store.setup()
             ops = [PutOp(ns, key, value) for ns, key, value in found]
             for start in range(0, len(ops), 500):
                 store.batch(ops[start : start + 500])
-            with store.engine.maintenance() as conn:
-                conn.execute("ANALYZE")
+            analyze(uri)
             users: dict[str, int] = {}
             for ns, _, _ in found:
                 users[ns[1]] = users.get(ns[1], 0) + 1
             biggest = max(users, key=users.__getitem__)
             print(f"{len(found):,} memories of {len(users):,} users (analyzed)")
             print("scope | search | median | recall@10 against exact")
-            for tenant in (None, biggest):
-                for ef in (None, 40, 100, 200):
-                    print(measure(store, query_vecs, tenant, ef), flush=True)
+            for user in (None, biggest):
+                for line in measure(store, found, text_vecs, list(query_vecs), queries, user):
+                    print(line, flush=True)
     finally:
         databases.close()
     return 0

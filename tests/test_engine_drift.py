@@ -264,6 +264,22 @@ CASES: list[tuple[Any, ...]] = [
     ("backfill", "transformable_batch", ([("attribute", "k1", 1), ("memory_type", "x", 1)], 0, 9)),
     ("backfill", "transformable_batch", ([("attribute", "k3", 1)], 0, 1)),
     ("backfill", "transformable_count", ([("attribute", "k0", 1), ("attribute", "city", 1)],)),
+    # The inspector's paged reads (one page of rows, index lookups).
+    ("counts", "capped", ("facts", 100)),
+    ("counts", "capped", ("episodes", 2)),
+    ("counts", "namespace_page", ("acme.prefs", EPOCH, 10, 0)),
+    ("counts", "namespace_page", ("acme.prefs", EPOCH, 1, 1)),
+    ("counts", "namespace_page", ("acme.nobody", EPOCH, 10, 0), "none"),
+    ("counts", "next_namespace", ("acme", "", EPOCH)),
+    ("counts", "next_namespace", ("acme", "acme.prefs", EPOCH), "none"),
+    ("counts", "next_tenant", ("", EPOCH)),
+    ("counts", "next_tenant", ("zeta", EPOCH), "none"),
+    ("episodes", "citing", ("acme", "acme-e1", None, 10)),
+    ("episodes", "citing", ("zeta", "acme-e1", None, 10), "none"),
+    ("supersession", "namespace_members", ("acme", "acme.prefs", EPOCH, 10)),
+    ("supersession", "namespace_members", ("zeta", "acme.prefs", EPOCH, 10), "none"),
+    ("supersession", "of_tenant", ("acme", 10), "decisions"),
+    ("supersession", "of_tenant", ("zeta", 10), "none"),
 ]
 
 

@@ -80,7 +80,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
         }
     ),
     "filters": frozenset({"check_filter"}),
-    "episodes": frozenset({"exists", "insert", "by_id", "fact_source"}),
+    "episodes": frozenset({"exists", "insert", "by_id", "fact_source", "citing"}),
     "candidates": frozenset(
         {
             "pending_matching",
@@ -126,13 +126,26 @@ STATEMENTS: dict[str, frozenset[str]] = {
     "stats": frozenset({"collect_stats"}),
     # Corrections written as new keys: the review queue and its decisions.
     "supersession": frozenset(
-        {"enqueue", "queued", "dequeue", "record", "by_id", "touching", "mark_undone"}
+        {
+            "enqueue",
+            "queued",
+            "dequeue",
+            "record",
+            "by_id",
+            "touching",
+            "mark_undone",
+            "namespace_members",
+            "of_tenant",
+        }
     ),
     "transfer": frozenset({"is_empty", "vector_dims", "export_rows", "load_rows", "finish"}),
     # The change feed, and every version of a key (believed or retired) for its picture.
     "changes": frozenset({"feed", "key_versions"}),
-    # The inspector's totals: current keys per namespace, from an index alone.
-    "counts": frozenset({"current_keys"}),
+    # The inspector's totals and pages: current keys per namespace, from an index alone;
+    # tenants and namespaces one index seek each; capped counts; a namespace's page by key.
+    "counts": frozenset(
+        {"current_keys", "capped", "next_tenant", "next_namespace", "namespace_page"}
+    ),
 }
 
 # Features a statement set may lack: neutral code asks for them with getattr and takes

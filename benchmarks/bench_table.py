@@ -404,7 +404,11 @@ def run_cell(
     """Load both stores of one cell, time every operation, score and check the answers."""
     started, peer_name = time.perf_counter(), PEERS[engine]
     with tempfile.TemporaryDirectory(prefix="sgam-table-") as tmp:
-        uris = [databases.fresh(), databases.fresh()] if databases else []
+        uris: list[str] = []
+        if engine == "postgres":
+            if databases is None:
+                raise ValueError("the postgres engine needs a server (Databases)")
+            uris = [databases.fresh(), databases.fresh()]
         target = uris[0] if uris else str(Path(tmp) / "sgam.db")
         peer = open_postgres(uris[1], embedder) if uris else open_sqlite(Path(tmp), embedder)
         tenant_at = workload.layout.tenant_at

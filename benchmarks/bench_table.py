@@ -560,6 +560,8 @@ HEADER = [
     "recall peer",
 ]
 
+TEXT_COLUMNS = {"operation", "layout", "engine", "peer"}
+
 
 def rows(cells: list[Cell]) -> list[list[str]]:
     """The table's lines: a header, then one row per operation of every cell. A hybrid row's
@@ -590,7 +592,7 @@ def rows(cells: list[Cell]) -> list[list[str]]:
 def markdown(lines: list[list[str]]) -> str:
     """The same lines as a Markdown table (numbers right-aligned)."""
     head, *body = lines
-    rule = ["---"] * 4 + ["---:"] * (len(head) - 4)
+    rule = ["---" if name in TEXT_COLUMNS else "---:" for name in head]
     return "\n".join("| " + " | ".join(line) + " |" for line in [head, rule, *body])
 
 

@@ -310,11 +310,12 @@ class Exact:
         scores = self.matrix[rows] @ q
         want = min(TOP_K, len(rows))
         tenth = -np.partition(-scores, want - 1)[want - 1]
+        refs = [(tuple(item.namespace), item.key) for item in found[:TOP_K]]
         hits = sum(
-            tuple(item.namespace[: len(prefix)]) == prefix
-            and (tuple(item.namespace), item.key) in self.row
-            and float(self.matrix[self.row[(tuple(item.namespace), item.key)]] @ q) >= tenth - TIE
-            for item in found[:TOP_K]
+            ns[: len(prefix)] == prefix
+            and (ns, key) in self.row
+            and float(self.matrix[self.row[(ns, key)]] @ q) >= tenth - TIE
+            for ns, key in refs
         )
         return min(hits, want) / want
 

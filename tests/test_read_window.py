@@ -180,3 +180,9 @@ def test_a_query_naming_no_time_gets_the_same_hits(target: str) -> None:
             ]
     assert found["rank"] == found["off"] and found["filter"] == found["off"]
     assert all(len(hits) >= 3 for hits in found["off"])
+
+
+def test_an_english_month_in_lower_case_is_a_verb() -> None:
+    assert resolve("How much may Lena spend per month?", ASKED, ("en",)) == ()
+    assert resolve("We march on", ASKED, ("en",)) == ()
+    assert len(resolve("How much did Lena spend in May?", ASKED, ("en",))) == 1

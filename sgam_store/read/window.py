@@ -14,6 +14,7 @@ needs it); `RetrievalConfig` refuses the setting where it is not installed.
 
 from __future__ import annotations
 
+import calendar
 import functools
 import importlib
 from dataclasses import dataclass, replace
@@ -29,6 +30,9 @@ from sgam_store.read.scoring import Signals
 # lets it choose among them all.
 CODES = {"english": "en", "spanish": "es", "french": "fr", "german": "de",
          "italian": "it", "portuguese": "pt"}  # fmt: skip
+# English capitalizes its months: "may" or "march" in lower case is a verb (dateparser read
+# "How much may Lena spend?" as May).
+VERBS = frozenset(month.lower() for month in calendar.month_name if month)
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
 
@@ -127,7 +131,8 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     dateparser finds each expression and its date ("May" asked in January 2026: May
     2025, the latest before `at`), and how precise it is (its period): a day, a week
     (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
-    that names `at` itself ("now", "ahora") says nothing the scope does not: skipped.
+    that names `at` itself ("now", "ahora") says nothing the scope does not, and an
+    English month name in lower case is a verb (`VERBS`): both skipped.
     """
     search, parser = _dateparser()
     base = at.astimezone(UTC).replace(tzinfo=None)
@@ -137,11 +142,17 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     read = parser(languages=list(langs), settings=settings)
     windows = []
     for words, when in found:
-        if when == base:
+        if when == base or ("en" in langs and _verb(words)):
             continue
         period = read.get_date_data(words).period or "day"
         windows.append(span(when, period))
     return tuple(dict.fromkeys(windows))
+
+
+def _verb(words: str) -> bool:
+    """Whether an English match rests on a month name in lower case ("may", "we march
+    on"), with no digit to make it a date."""
+    return not any(c.isdigit() for c in words) and not VERBS.isdisjoint(words.split())
 
 
 def span(when: datetime, period: str) -> Window:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import calendar
 import functools
-import importlib
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -173,5 +172,7 @@ def span(when: datetime, period: str) -> Window:
 @functools.cache
 def _dateparser() -> tuple[Any, Any]:
     """dateparser's `search_dates` and `DateDataParser`, imported at first use."""
-    found = importlib.import_module("dateparser.search")
-    return found.search_dates, importlib.import_module("dateparser.date").DateDataParser
+    from dateparser.date import DateDataParser
+    from dateparser.search import search_dates
+
+    return search_dates, DateDataParser

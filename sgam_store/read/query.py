@@ -109,7 +109,7 @@ class RetrievalConfig:
             )
         if not (math.isfinite(self.time_weight) and self.time_weight >= 0):
             raise ConfigurationError(f"time_weight must be finite and >= 0: {self.time_weight}")
-        if self.time_window != "off" and importlib.util.find_spec("dateparser") is None:
+        if self.time_window != "off" and not _installed("dateparser"):
             raise ConfigurationError(
                 f"time_window={self.time_window!r} resolves dates with dateparser, which is "
                 "not installed: pip install 'sgam-store[time]'"
@@ -129,6 +129,15 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"depth must be >= 1 and rrf_k >= 0: depth={self.depth}, rrf_k={self.rrf_k}"
             )
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it (a module set to None in
+    `sys.modules`, as a test hides one, counts as missing)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,11 @@ The question categories:
 - multi: the evidence is two turns in different sessions;
 - changing: a value said in one session and changed in a later one; only the later turn
   is evidence, the earlier is its `stale` turn;
-- spanish: every question of the Spanish conversations (mostly other inflections).
+- spanish: every question of the Spanish conversations (mostly other inflections);
+- dated, dated-spanish: a question that names a time ("in March", "two weeks ago", "hace
+  3 semanas"), asked on a given day after the conversation, `Question.asked`; the same
+  matter comes up in other periods. In conversations of their own (8 a language after
+  the others), so the categories above keep their conversations and their figures.
 
 Every item also plants distractor turns that share words with its question. A turn is
 stored the way an app logs chat with SGAM: the item `((user, "turns"), "s03-t07",
@@ -36,16 +40,20 @@ import string
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from hard_templates import ENGLISH, SPANISH, Bank, Item
+from hard_templates import EN_DATED, ENGLISH, ES_DATED, SPANISH, Bank, Dated, Item
 
 from sgam_store import MemoryFact
 
-CATEGORIES = ("paraphrase", "inflection", "temporal", "multi", "changing", "spanish")
+CATEGORIES = (
+    "paraphrase", "inflection", "temporal", "multi", "changing", "spanish",
+    "dated", "dated-spanish",
+)  # fmt: skip
 SPLITS = ("tune", "test")
 LABEL = "turns"  # namespace = (user, LABEL)
 TURNS_PER_SESSION = (16, 24)
 FIRST_DAY = date(2025, 1, 6)
 SPEAKERS = {"S", "O"}
+ASKED_AFTER = (1, 10)  # a dated question is asked this many days after the last session
 # Chat turns carry more than the fact: half the storyline turns open with a greeting or
 # the like, most go on about something else (weights of 0, 1, 2 more sentences), and
 # small talk runs to one, two or three sentences. Vectors of such turns are diluted.
@@ -76,6 +84,7 @@ class Question:
     evidence: tuple[str, ...]  # keys of the turns that answer it
     answer: str
     stale: tuple[str, ...] = ()  # keys of turns whose value the evidence replaced
+    asked: str | None = None  # the instant a dated question is asked (its reference)
 
 
 @dataclass(frozen=True)
@@ -127,10 +136,16 @@ class Dataset:
         return [q for c in self.conversations for q in c.questions]
 
 
-def generate(seed: int = 18, english: int = 18, spanish: int = 6, sessions: int = 12) -> Dataset:
-    """`english` + `spanish` conversations of `sessions` sessions each."""
+def generate(
+    seed: int = 18, english: int = 18, spanish: int = 6, sessions: int = 12, dated: int = 8
+) -> Dataset:
+    """`english` + `spanish` conversations of `sessions` sessions each, then `dated`
+    conversations of dated questions in each language."""
     banks = [ENGLISH] * english + [SPANISH] * spanish
-    return Dataset(tuple(conversation(i, b, seed, sessions) for i, b in enumerate(banks)))
+    made = [conversation(i, b, seed, sessions) for i, b in enumerate(banks)]
+    kinds = [EN_DATED] * dated + [ES_DATED] * dated
+    made += [dated_conversation(len(banks) + i, d, seed, sessions) for i, d in enumerate(kinds)]
+    return Dataset(tuple(made))
 
 
 @dataclass
@@ -171,6 +186,81 @@ def conversation(index: int, bank: Bank, seed: int, sessions: int) -> Conversati
     )
     split = SPLITS[index % 2]
     return Conversation(user, bank.language, split, (a, b), turns, questions)
+
+
+def dated_conversation(index: int, dated: Dated, seed: int, sessions: int) -> Conversation:
+    """A conversation whose questions each name the period of their evidence, all asked
+    on one day a little after its last session."""
+    rng = random.Random(f"{seed}:{index}")
+    bank = dated.bank
+    user = f"user-{index:02d}"
+    a, b = rng.sample(bank.names, 2)
+    speakers = (a, b)
+    dates = session_dates(rng, sessions)
+    asked = date.fromisoformat(dates[-1]) + timedelta(days=rng.randint(*ASKED_AFTER))
+    decks = Decks(rng, {**bank.pools, **dated.pools})
+    items = rng.sample(dated.items, dated.quota)
+    planted = [plant_dated(rng, it, dated, speakers, dates, asked, decks) for it in items]
+    turns = lay_out(rng, bank, speakers, dates, planted)
+    instant = f"{asked.isoformat()}T12:00:00+00:00"
+    questions = tuple(
+        Question(user, p.category, p.question, tuple(x.key for x in p.beats if x.role == "E"),
+                 p.answer, asked=instant)
+        for p in planted
+    )  # fmt: skip
+    return Conversation(user, bank.language, SPLITS[index % 2], speakers, turns, questions)
+
+
+def plant_dated(
+    rng: random.Random,
+    it: Item,
+    dated: Dated,
+    speakers: tuple[str, str],
+    dates: list[str],
+    asked: date,
+    decks: Decks,
+) -> Planted:
+    """One dated storyline: its evidence and time distractors in distinct sessions at
+    random, its question naming a period that holds the evidence and no distractor."""
+    subject, other = rng.sample(speakers, 2)
+    question = dict(it.asks)[dated.category]
+    named = fields(*it.beats, question, it.answer)
+    slots = {n: decks.draw(n) for n in named if n not in SPEAKERS | {"when"}}
+    timed = iter(rng.sample(range(len(dates)), sum(b[0] in "ET" for b in it.beats)))
+    beats = []
+    for beat in it.beats:
+        role, who, text = beat[0], beat[2], beat[5:]
+        session = next(timed) if role in "ET" else rng.randrange(len(dates))
+        speaker = subject if who == "S" else other
+        beats.append(Beat(role, speaker, text.format(S=subject, O=other, **slots), session))
+    evidence = date.fromisoformat(dates[next(b.session for b in beats if b.role == "E")])
+    others = [date.fromisoformat(dates[b.session]) for b in beats if b.role == "T"]
+    when = rng.choice(periods(dated, evidence, others, asked))
+    words = question.format(S=subject, O=other, when=when, **slots)
+    return Planted(dated.category, words, it.answer.format(**slots), tuple(beats))
+
+
+def periods(dated: Dated, evidence: date, others: list[date], asked: date) -> list[str]:
+    """Ways to name a period, asked on `asked`, that holds `evidence` and none of `others`:
+    its day always; its month (with its year, or "last month") when no other falls in it;
+    "n weeks ago" when the evidence is within 3 days of that and no other within 7."""
+    when, month = dated.when, dated.months[evidence.month - 1]
+    found = [when["day"].format(month=month, day=evidence.day)]
+    if all((d.year, d.month) != (evidence.year, evidence.month) for d in others):
+        found += [when["month"].format(month=month),
+                  when["month year"].format(month=month, year=evidence.year)]  # fmt: skip
+        before = asked.replace(day=1) - timedelta(days=1)
+        if (before.year, before.month) == (evidence.year, evidence.month):
+            found.append(when["last month"])
+        elif evidence.month != asked.month and "last month name" in when:
+            found.append(when["last month name"].format(month=month))
+    weeks = round((asked - evidence).days / 7)
+    then = asked - timedelta(weeks=weeks)
+    apart = all(abs((d - then).days) > 7 for d in others)
+    if 1 <= weeks <= len(dated.numbers) and abs((evidence - then).days) <= 3 and apart:
+        n = dated.numbers[weeks - 1] or str(weeks)
+        found.append(when["week"] if weeks == 1 else when["weeks"].format(n=n))
+    return found
 
 
 def session_dates(rng: random.Random, sessions: int) -> list[str]:

@@ -865,3 +865,225 @@ SPANISH = Bank(
     tails=ES_TAILS,
     pools=ES_POOLS,
 )  # fmt: skip
+
+# ---------------------------------------------------------------- Dated questions
+
+# A question that names a time ("last May", "two weeks ago", "en marzo", "hace 3
+# semanas"), asked on a given day after the conversation (its reference instant). The
+# storyline's evidence turn (E) and its time distractors (T: the same matter, worded
+# alike, in other sessions) land in distinct sessions at random, and the question names
+# a period that holds the evidence's session and none of the T turns' (`hard_memories`
+# picks one of the periods `when` can word). Asked without the time, the T turns answer
+# it as well as the evidence does.
+
+
+@dataclass(frozen=True)
+class Dated:
+    """One language's dated questions: asked in conversations of their own (`bank`'s
+    names, small talk and pools), so the other categories' conversations are unchanged."""
+
+    bank: Bank
+    category: str
+    items: tuple[Item, ...]
+    quota: int  # questions per conversation
+    when: dict[str, str]  # how each kind of period is worded (see hard_memories.periods)
+    months: tuple[str, ...]
+    numbers: tuple[str, ...]  # 1, 2, ... as words; "" where a number is written as digits
+    pools: dict[str, tuple[str, ...]]  # slots of `items` that `bank.pools` lacks
+
+
+EN_DATED_ITEMS = (
+    item(
+        "E S: We had friends over and I cooked {dish1}, not a crumb left.",
+        "T S: Had people round for dinner again, I made {dish2} this time.",
+        "T S: Cooked {dish3} for the neighbours tonight, they were very polite about it.",
+        "T O: You cook for guests so often, I'm jealous.",
+        ask={"dated": "What did {S} cook for guests {when}?"},
+        answer="{dish1}",
+    ),
+    item(
+        "E S: Saw {band1} live last night, still buzzing.",
+        "T S: Went to see {band2} play, the sound was muddy.",
+        "T S: Another gig tonight, {band3} at the old theatre.",
+        "T O: Which gig are you off to next? You see so many bands.",
+        ask={"dated": "Which band did {S} see live {when}?"},
+        answer="{band1}",
+    ),
+    item(
+        "E S: We finally tried {restaurant1} for dinner, the desserts were the best part.",
+        "T S: Dinner at {restaurant2} tonight, a bit overpriced.",
+        "T S: Took my parents to {restaurant3} for dinner, they want to go back.",
+        "T O: You eat out more than anyone I know.",
+        ask={"dated": "Where did {S} go out for dinner {when}?"},
+        answer="{restaurant1}",
+    ),
+    item(
+        "E S: Spent the weekend in {city1}, we walked everywhere.",
+        "T S: Off to {city2} for the weekend, back on Monday.",
+        "T S: Weekend in {city3} with friends, exhausting but fun.",
+        "T O: You're never home at weekends!",
+        ask={"dated": "Which city did {S} spend a weekend in {when}?"},
+        answer="{city1}",
+    ),
+    item(
+        "E S: Started reading {book1}, gripping from the first page.",
+        "T S: Started {book2} from the library, slow start.",
+        "T S: I'm reading {book3} now, my book club chose it.",
+        "T O: How do you read so many books?",
+        ask={"dated": "Which book did {S} start reading {when}?"},
+        answer="{book1}",
+    ),
+    item(
+        "E S: We started watching {show1}, hooked after one episode.",
+        "T S: Began {show2} last night, not sure about it yet.",
+        "T S: New series for us: {show3}, the acting is great.",
+        "T O: I can't keep up with all the series you watch.",
+        ask={"dated": "Which series did {S} start watching {when}?"},
+        answer="{show1}",
+    ),
+    item(
+        "E S: Bought my dad a {gift1}, an early present.",
+        "T S: Got my sister a {gift2} as a present for her new flat.",
+        "T S: Bought a {gift3} for my mum, she'll pretend to like it.",
+        "T O: You're so good at presents, I always panic.",
+        ask={"dated": "What present did {S} buy {when}?"},
+        answer="{gift1}",
+    ),
+    item(
+        "E S: Hurt my {bodypart1} at the gym, I can barely move it.",
+        "T S: My {bodypart2} hurts again after football.",
+        "T S: Hurt my {bodypart3} carrying the shopping, I'm falling apart.",
+        "T O: You get hurt more than anyone I know, slow down.",
+        ask={"dated": "What did {S} hurt {when}?"},
+        answer="{bodypart1}",
+    ),
+    item(
+        "E S: Tried {hobby1} for the first time today, loved it.",
+        "T S: Went to a {hobby2} taster session, not for me.",
+        "T S: A friend dragged me to try {hobby3}, surprisingly fun.",
+        "T O: You try a new hobby every month!",
+        ask={"dated": "What new hobby did {S} try {when}?"},
+        answer="{hobby1}",
+    ),
+    item(
+        "E S: Signed up for a {course1} workshop at the community centre.",
+        "T S: Booked a {course2} workshop for the spring.",
+        "T S: Did a one-day {course3} workshop, useful stuff.",
+        "T O: Another workshop? You never stop.",
+        ask={"dated": "Which workshop did {S} sign up for {when}?"},
+        answer="{course1}",
+    ),
+)
+
+EN_DATED = Dated(
+    bank=ENGLISH,
+    category="dated",
+    items=EN_DATED_ITEMS,
+    quota=6,
+    when={
+        "day": "on {month} {day}",
+        "month": "in {month}",
+        "last month name": "last {month}",
+        "month year": "in {month} {year}",
+        "last month": "last month",
+        "weeks": "{n} weeks ago",
+        "week": "a week ago",
+    },
+    months=(
+        "January", "February", "March", "April", "May", "June", "July", "August",
+        "September", "October", "November", "December",
+    ),
+    numbers=("one", "two", "three", "four", "five", "six"),
+    pools={},
+)  # fmt: skip
+
+ES_DATED_ITEMS = (
+    item(
+        "E S: Vinieron amigos a cenar y preparé {plato1}, no sobró nada.",
+        "T S: Otra cena con invitados en casa, esta vez preparé {plato2}.",
+        "T S: Preparé {plato3} para los vecinos, muy amables ellos.",
+        "T O: Cocinas para invitados muchísimo, qué envidia.",
+        ask={"dated-spanish": "¿Qué cocinó {S} para los invitados {when}?"},
+        answer="{plato1}",
+    ),
+    item(
+        "E S: Pasamos el fin de semana en {ciudad1}, caminamos muchísimo.",
+        "T S: Me voy a {ciudad2} el fin de semana, vuelvo el lunes.",
+        "T S: Fin de semana en {ciudad3} con amigos, agotador pero genial.",
+        "T O: ¡Nunca estás en casa los fines de semana!",
+        ask={"dated-spanish": "¿En qué ciudad pasó {S} el fin de semana {when}?"},
+        answer="{ciudad1}",
+    ),
+    item(
+        "E S: Le compré a mi padre un {regalo1}, un regalo adelantado.",
+        "T S: Le compré un {regalo2} a mi hermana de regalo por su piso nuevo.",
+        "T S: Compré un {regalo3} de regalo para mi madre.",
+        "T O: Qué bien eliges los regalos, yo siempre dudo.",
+        ask={"dated-spanish": "¿Qué regalo compró {S} {when}?"},
+        answer="{regalo1}",
+    ),
+    item(
+        "E S: Me hice daño en {parte1} en el gimnasio, casi no puedo moverme.",
+        "T S: Otra vez me duele {parte2} después del fútbol.",
+        "T S: Me hice daño en {parte3} cargando la compra, estoy hecho polvo.",
+        "T O: Te haces daño cada dos por tres, tómatelo con calma.",
+        ask={"dated-spanish": "¿Dónde se hizo daño {S} {when}?"},
+        answer="{parte1}",
+    ),
+    item(
+        "E S: Empezamos a ver {serie1}, enganchados desde el primer capítulo.",
+        "T S: Anoche empecé {serie2}, no sé si me convence.",
+        "T S: Serie nueva en casa: {serie3}, los actores son buenísimos.",
+        "T O: No puedo seguir todas las series que ves.",
+        ask={"dated-spanish": "¿Qué serie empezó a ver {S} {when}?"},
+        answer="{serie1}",
+    ),
+    item(
+        "E S: Compré una {cosa1} de segunda mano, funciona perfecta.",
+        "T S: Compré una {cosa2} nueva, la vieja ya no daba más.",
+        "T S: Al final compré la {cosa3} que vimos, a ver qué tal.",
+        "T O: Siempre estás comprando cosas para la casa.",
+        ask={"dated-spanish": "¿Qué compró {S} para la casa {when}?"},
+        answer="{cosa1}",
+    ),
+    item(
+        "E S: Por fin probamos {restaurante1}, los postres eran lo mejor.",
+        "T S: Cena en {restaurante2} esta noche, un poco caro.",
+        "T S: Llevé a mis padres a cenar a {restaurante3}, quieren volver.",
+        "T O: Sales a cenar más que nadie que conozca.",
+        ask={"dated-spanish": "¿En qué restaurante cenó {S} {when}?"},
+        answer="{restaurante1}",
+    ),
+    item(
+        "E S: Vi a {grupo1} en directo anoche, todavía estoy flotando.",
+        "T S: Fui a ver a {grupo2} en directo, el sonido fatal.",
+        "T S: Otro concierto esta noche: {grupo3} en el teatro viejo.",
+        "T O: ¿A qué concierto vas ahora? Ves a tantos grupos.",
+        ask={"dated-spanish": "¿A qué grupo vio {S} en directo {when}?"},
+        answer="{grupo1}",
+    ),
+)
+
+ES_DATED = Dated(
+    bank=SPANISH,
+    category="dated-spanish",
+    items=ES_DATED_ITEMS,
+    quota=6,
+    when={
+        "day": "el {day} de {month}",
+        "month": "en {month}",
+        "month year": "en {month} de {year}",
+        "last month": "el mes pasado",
+        "weeks": "hace {n} semanas",
+        "week": "hace una semana",
+    },
+    months=(
+        "enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",
+        "septiembre", "octubre", "noviembre", "diciembre",
+    ),
+    numbers=("uno", "dos", "tres", "", "", ""),  # "hace 4 semanas", as often written
+    pools={
+        "restaurante": ("Casa Lola", "El Fogón", "La Taberna Azul", "Mesón Pepe", "Bar Central"),
+        "grupo": ("Los Zorros", "Farolillos", "Puerto Norte", "Gigantes Tranquilos"),
+    },
+)  # fmt: skip

@@ -1,6 +1,7 @@
 """Recall@1/5/10, recall_all@10 and MRR per category on long dated conversations.
 
-The conversations and questions are `hard_memories.py`'s.
+The conversations and questions are `hard_memories.py`'s. A dated question is searched
+through `store.as_of(question.asked)`, as an agent asking on that day would.
 
 usage:
     python benchmarks/retrieval_hard.py --split tune                 # MiniLM; 3 modes
@@ -215,7 +216,10 @@ def ask(
         ) as store:
             for conv in conversations:
                 for q in conv.questions:
-                    found = store.search(conv.namespace, query=q.text, limit=max(KS))
+                    # A dated question is asked on its day: through an as-of view, whose
+                    # instant is the search's reference (what "last May" resolves against).
+                    view = store.as_of(q.asked) if q.asked else store
+                    found = view.search(conv.namespace, query=q.text, limit=max(KS))
                     found_by_question[id(q)] = outcome(q, [item.key for item in found])
     return [found_by_question[id(q)] for q in dataset.questions]
 

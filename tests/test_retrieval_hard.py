@@ -11,12 +11,22 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import date, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import pytest
-from hard_memories import CATEGORIES, SPLITS, Conversation, Dataset, Question, generate
+from hard_memories import (
+    CATEGORIES,
+    SPLITS,
+    Conversation,
+    Dataset,
+    Question,
+    generate,
+    periods,
+)
+from hard_templates import EN_DATED, ES_DATED
 from retrieval_hard import (
     HASH_DIMS,
     MODES,
@@ -46,7 +56,29 @@ def test_same_seed_same_data() -> None:
     assert generate() == DATASET
     assert generate(seed=19) != DATASET
     # A conversation depends on its own index and the seed only, not on how many follow.
-    assert generate(english=3, spanish=0).conversations == DATASET.conversations[:3]
+    assert generate(english=3, spanish=0, dated=0).conversations == DATASET.conversations[:3]
+    # Dated questions come in conversations of their own, after the others: those stay.
+    assert generate(dated=0).conversations == DATASET.conversations[:24]
+
+
+def test_dated_questions_name_their_evidence_period_and_no_distractor() -> None:
+    dated = [c for c in DATASET.conversations if c.questions[0].asked is not None]
+    assert {c.language for c in dated} == {"english", "spanish"} and len(dated) == 16
+    for conv in dated:
+        day = {t.key: date.fromisoformat(t.date) for t in conv.turns}
+        for q in conv.questions:
+            assert q.category == ("dated" if conv.language == "english" else "dated-spanish")
+            asked = datetime.fromisoformat(q.asked).date()
+            assert asked > max(day.values())  # asked after the conversation
+    bank = EN_DATED
+    evidence, others = date(2025, 5, 3), [date(2025, 5, 20), date(2025, 7, 1)]
+    named = periods(bank, evidence, others, asked=date(2025, 7, 10))
+    assert named == ["on May 3"]  # another turn on the matter fell in May
+    named = periods(bank, evidence, [date(2025, 3, 1)], asked=date(2025, 5, 17))
+    assert named == ["on May 3", "in May", "in May 2025", "two weeks ago"]
+    named = periods(ES_DATED, evidence, [date(2025, 3, 1)], asked=date(2025, 6, 7))
+    assert named == ["el 3 de mayo", "en mayo", "en mayo de 2025", "el mes pasado",
+                     "hace 5 semanas"]  # fmt: skip
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -143,7 +175,7 @@ def exact_word_questions(dataset: Dataset) -> list[tuple[int, Question]]:
 
 
 def test_small_run_through_a_store(tmp_path: Path) -> None:
-    small = generate(english=2, spanish=2, sessions=4)
+    small = generate(english=2, spanish=2, sessions=4, dated=1)
     path = str(tmp_path / "hard.db")
     timings: dict[str, float] = {}
     results = evaluate(path, small, HashEmbeddings(), HASH_DIMS, MODES, timings)
@@ -176,7 +208,7 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
 
     keyword_only = ask(path, small, index, {"mode": "keyword"})
     hybrid = ask(path, small, index, {})
-    spanish = [q.category == "spanish" for q in small.questions]
+    spanish = [c.language == "spanish" for c in small.conversations for _ in c.questions]
     assert any(k != h for k, h, es in zip(keyword_only, hybrid, spanish, strict=True) if es)
     mixed = ask(path, small, index, {}, stores={"spanish": {"mode": "keyword"}})
     assert mixed == [k if es else h for k, h, es in zip(keyword_only, hybrid, spanish, strict=True)]

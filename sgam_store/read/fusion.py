@@ -21,16 +21,25 @@ def fused(search: Search, signals: Signals) -> Ranked:
         return signals.keyword
     if not search.hybrid:
         return signals.vector
-    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg)
+    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg, signals.window)
 
 
-def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
-    """The configured fusion of both rankings, scored on the cosine scale."""
+def fuse(
+    vector: Ranked,
+    keyword: Ranked,
+    cosine: dict[int, float],
+    cfg: RetrievalConfig,
+    window: Ranked | None = None,
+) -> Ranked:
+    """The configured fusion of both rankings, scored on the cosine scale. `window` (the
+    candidates in the time the query names, all tied) is a third signal of weight
+    `time_weight`; none, and the sums are the two rankings' alone."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
+    timed = [(cfg.time_weight, window)] if window else []
     if cfg.fusion == "rrf":
-        fused = fuse_rrf(signals, cfg.rrf_k)
+        fused = fuse_rrf(signals + timed, cfg.rrf_k)
     else:
-        fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor)
+        fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor, *timed)
     return similarity_scores(fused, cosine, keyword)
 
 
@@ -78,6 +87,7 @@ def fuse_relative(
     vector: tuple[float, Ranked],
     keyword: tuple[float, Ranked],
     floor: float = KEYWORD_FLOOR,
+    *more: tuple[float, Ranked],
 ) -> list[tuple[int, float, Any]]:
     """Relative score fusion: the weighted mean of each signal's normalized score.
 
@@ -88,14 +98,15 @@ def fuse_relative(
     the weakest keyword match still counts, so of two candidates equal on vectors the
     one that also matches the words ranks first. A candidate missing from
     a ranking gets 0 for that signal. The score is the fused one, in [0, 1], so it
-    falls with rank.
+    falls with rank. `more` are further signals, min-max normalized like the vectors.
     """
     fused: dict[int, float] = {}
     rows: dict[int, Any] = {}
-    total = vector[0] + keyword[0] or 1.0
+    total = vector[0] + keyword[0] + sum(weight for weight, _ in more) or 1.0
     for (weight, ranked), normalize in (
         (vector, _min_max),
         (keyword, partial(_floored, floor=floor)),
+        *((signal, _min_max) for signal in more),
     ):
         if not ranked:
             continue

@@ -1,10 +1,11 @@
 """A search with a query, as a pipeline its data walks once.
 
-    scope -> candidates -> scoring -> fusion -> items
+    scope -> candidates -> scoring -> window -> fusion -> items
 
 Each stage is one module that receives what the stage before produced: `scope.bounds`
 (which facts the search may see: `Bounds`), `candidates.gather` (each source's admitted
-hits: `Found`), `scoring.score` (each candidate's signals: `Signals`), `fusion.fused`
+hits: `Found`), `scoring.score` (each candidate's signals: `Signals`), `window.windowed`
+(the time the query names, where `time_window` is on: `Signals`), `fusion.fused`
 (one order: `Ranked`) and `items.built` (threshold, page, rows, items). `Ranker` is the driver
 and the only caller of the stages; a stage imports the shapes of the stages before it and
 calls none of them (the `read` contracts in pyproject.toml). Nothing here writes.
@@ -20,7 +21,7 @@ from typing import Any
 from langgraph.store.base import Op, SearchItem, SearchOp
 
 from sgam_store.core.models import Fact
-from sgam_store.read import candidates, fusion, items, scope, scoring, search
+from sgam_store.read import candidates, fusion, items, scope, scoring, search, window
 from sgam_store.read.index import IndexSpec
 from sgam_store.read.query import Ranked, RetrievalConfig, Scope, Search
 from sgam_store.read.terms import TermStats
@@ -112,7 +113,7 @@ class Ranker:
         bounds = scope.bounds(self._engine, conn, asked, self._sources.stats)
         found = candidates.gather(bounds, asked, self._sources)
         signals = scoring.score(bounds, asked, found)
-        return fusion.fused(asked, signals)
+        return fusion.fused(asked, window.windowed(bounds, asked, signals))
 
     def _scanner(self) -> ThreadPoolExecutor:
         # A forked child inherits the executor but not its thread: start a new one there.

@@ -8,6 +8,7 @@ lists. This module is under all of them and calls none.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class Scan(Protocol):
 
 
 VECTOR_MIRRORS = ("float32", "float16", "int8")  # see engines/sqlite/vector_cache.py
+TIME_WINDOWS = ("off", "rank", "filter")  # see read/window.py
 
 # The weakest keyword match's share of the keyword signal (the best gets 1). Measured with
 # benchmarks/retrieval_eval.py, hybrid recall@1/5/10: floor 0 (plain min-max) 0.856 /
@@ -64,6 +66,11 @@ class RetrievalConfig:
     `vector_mirror` is how the in-process mirror of current vectors holds them (SQLite;
     read when the store opens): "float32" (exact), "float16" (half the memory, scores
     rounded) or "int8" (a quarter, the best candidates re-ranked on exact floats).
+    `time_window` uses a time the query names ("in May", "two weeks ago"), resolved
+    against the search's reference instant (an `as_of` view's, else now), in the keyword
+    language (`read.window`; the `time` extra's dateparser): "rank" ranks the memories
+    valid then higher (a signal of weight `time_weight` in hybrid fusion; first, in
+    vector or keyword mode), "filter" keeps only them, "off" (default) ignores it.
     """
 
     mode: str = "hybrid"
@@ -76,6 +83,8 @@ class RetrievalConfig:
     threshold: float | None = None
     depth: int = 30
     vector_mirror: str = "float32"
+    time_window: str = "off"
+    time_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -88,6 +97,22 @@ class RetrievalConfig:
         if self.vector_mirror not in VECTOR_MIRRORS:
             raise ConfigurationError(
                 f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
+            )
+        self._check_time()
+
+    def _check_time(self) -> None:
+        """A window setting that can run: a known mode, a weight that ranks, and the
+        parser installed (looked up, not imported: it takes seconds)."""
+        if self.time_window not in TIME_WINDOWS:
+            raise ConfigurationError(
+                f"time_window must be one of {', '.join(TIME_WINDOWS)}: {self.time_window!r}"
+            )
+        if not (math.isfinite(self.time_weight) and self.time_weight >= 0):
+            raise ConfigurationError(f"time_weight must be finite and >= 0: {self.time_weight}")
+        if self.time_window != "off" and not _installed("dateparser"):
+            raise ConfigurationError(
+                f"time_window={self.time_window!r} resolves dates with dateparser, which is "
+                "not installed: pip install 'sgam-store[time]'"
             )
 
     def _check_fusion_numbers(self) -> None:
@@ -104,6 +129,15 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"depth must be >= 1 and rrf_k >= 0: depth={self.depth}, rrf_k={self.rrf_k}"
             )
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it (a module set to None in
+    `sys.modules`, as a test hides one, counts as missing)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,15 @@ class Signals:
     """What the stage hands on: the vector and keyword rankings of the candidates, each
     (fact_id, score, row_id) best first, and every candidate's cosine that is known.
     `keyword_only`: no candidate has a vector (keyword mode, no embeddings, no vectors
-    among them), so `keyword` is the answer, scored by calibrated coverage."""
+    among them), so `keyword` is the answer, scored by calibrated coverage. `window`: the
+    candidates valid in the time the query names, each scored 1 (`window.windowed`
+    fills it; empty otherwise)."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
     cosine: dict[int, float] = field(default_factory=dict)
     keyword_only: bool = False
+    window: Ranked = field(default_factory=list)
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:

@@ -1,0 +1,178 @@
+"""The read path's window stage: a time named in the query, as a window of valid time.
+
+Between scoring and fusion, with `RetrievalConfig.time_window` on. A query that names a
+time ("in May", "two weeks ago", "en marzo de 2025") is resolved by dateparser against
+the search's reference instant (the view's `as_of` instant, else now) into windows of
+valid time; the candidates valid in one form the `window` signal that fusion weighs with
+`time_weight` ("rank"), or are the only ones kept ("filter"). A query that names no time
+leaves the signals as they were. SGAM is the store that knows when each memory was true:
+this is where a search uses it. Nothing here writes.
+
+dateparser is the `time` extra's (a few seconds to import, so only when a search first
+needs it); `RetrievalConfig` refuses the setting where it is not installed.
+"""
+
+from __future__ import annotations
+
+import calendar
+import functools
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sgam_store.core import clock
+from sgam_store.read.query import Ranked, Search
+from sgam_store.read.scope import Bounds
+from sgam_store.read.scoring import Signals
+
+# dateparser's codes of the keyword languages (`core.analysis`); "simple" (no language)
+# lets it choose among them all.
+CODES = {"english": "en", "spanish": "es", "french": "fr", "german": "de",
+         "italian": "it", "portuguese": "pt"}  # fmt: skip
+# English capitalizes its months: "may" or "march" in lower case is a verb (dateparser read
+# "How much may Lena spend?" as May).
+VERBS = frozenset(month.lower() for month in calendar.month_name if month)
+# "Two weeks ago" is a rough instant: its week reaches this far to either side.
+WEEK_REACH = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open span of valid time, [start, end), in the stored UTC text form."""
+
+    start: str
+    end: str
+
+    def holds(self, valid_from: str, valid_to: str | None) -> bool:
+        """Whether a memory valid over [valid_from, valid_to) falls in the window: its
+        interval overlaps it, an open one by its start. An open memory is still true now,
+        so what places it in time is when it began: a chat turn said in May is May's,
+        though it is a record still."""
+        if valid_to is None:
+            return self.start <= valid_from < self.end
+        return valid_from < self.end and valid_to > self.start
+
+
+def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
+    """The stage: `signals` with the query's windows applied (as they were when the
+    setting is off or the query names no time)."""
+    mode = search.cfg.time_window
+    if mode == "off":
+        return signals
+    windows = resolve(search.text, reference(search), languages(bounds, search))
+    if not windows:
+        return signals
+    inside = _inside(bounds, signals, windows)
+    if mode == "filter":
+        return replace(
+            signals,
+            vector=[r for r in signals.vector if r[0] in inside],
+            keyword=[r for r in signals.keyword if r[0] in inside],
+        )
+    if search.hybrid and not signals.keyword_only:
+        window = {fid: row for fid, _, row in signals.vector + signals.keyword if fid in inside}
+        return replace(signals, window=[(fid, 1.0, row) for fid, row in window.items()])
+    if signals.keyword_only:
+        return replace(signals, keyword=promoted(signals.keyword, inside, lower=True))
+    return replace(signals, vector=promoted(signals.vector, inside, lower=False))
+
+
+def promoted(ranked: Ranked, inside: set[int], lower: bool) -> Ranked:
+    """A single ranking (vector or keyword mode) with its hits in the window first, each
+    group in its order, scored so that none rises down the list as each mode scores:
+    keyword coverage is lowered to the lowest at or above a hit (`scoring.calibrated`),
+    a cosine raised to the best at or below it (`fusion.similarity_scores`)."""
+    order = [r for r in ranked if r[0] in inside] + [r for r in ranked if r[0] not in inside]
+    scores = [score for _, score, _ in order]
+    if not lower:
+        scores.reverse()
+    for i in range(1, len(scores)):
+        scores[i] = min(scores[i], scores[i - 1]) if lower else max(scores[i], scores[i - 1])
+    if not lower:
+        scores.reverse()
+    return [(fid, score, row) for (fid, _, row), score in zip(order, scores, strict=True)]
+
+
+def _inside(bounds: Bounds, signals: Signals, windows: tuple[Window, ...]) -> set[int]:
+    """The candidates valid in one of `windows` (their visible versions' intervals)."""
+    rows = {row: fid for fid, _, row in signals.vector + signals.keyword}
+    found = bounds.engine.reads.rows_by_id(bounds.conn, list(rows), whole=True)
+    return {
+        rows[row]
+        for row, fact in found.items()
+        if any(w.holds(fact.valid_from, fact.valid_to) for w in windows)
+    }
+
+
+def reference(search: Search) -> datetime:
+    """The instant a query's time resolves against: its view's valid instant, else now
+    (to the minute, so a repeated query finds its windows in `resolve`'s cache)."""
+    at = search.scope.at
+    if at is not None:
+        return clock.to_utc(at)
+    return datetime.now(UTC).replace(second=0, microsecond=0)
+
+
+def languages(bounds: Bounds, search: Search) -> tuple[str, ...]:
+    """dateparser's languages for the query: the keyword language's (the store's recorded
+    one where the config names none), all of them for "simple"."""
+    language = search.cfg.language
+    if language is None:
+        language = bounds.engine.indexing.stored_language(bounds.conn)
+    code = CODES.get(language)
+    return (code,) if code else tuple(CODES.values())
+
+
+@functools.lru_cache(maxsize=1024)
+def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ...]:
+    """The windows of valid time the time expressions of `text` name, seen from `at`.
+
+    dateparser finds each expression and its date ("May" asked in January 2026: May
+    2025, the latest before `at`), and how precise it is (its period): a day, a week
+    (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
+    that names `at` itself ("now", "ahora") says nothing the scope does not, and an
+    English month name in lower case is a verb (`VERBS`): both skipped.
+    """
+    search, parser = _dateparser()
+    base = at.astimezone(UTC).replace(tzinfo=None)
+    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "TIMEZONE": "UTC",
+                "RETURN_AS_TIMEZONE_AWARE": False}  # fmt: skip
+    found = search(text, languages=list(langs), settings=settings) or []
+    read = parser(languages=list(langs), settings=settings)
+    windows = []
+    for words, when in found:
+        if when == base or ("en" in langs and _verb(words)):
+            continue
+        period = read.get_date_data(words).period or "day"
+        windows.append(span(when, period))
+    return tuple(dict.fromkeys(windows))
+
+
+def _verb(words: str) -> bool:
+    """Whether an English match rests on a month name in lower case ("may", "we march
+    on"), with no digit to make it a date."""
+    return not any(c.isdigit() for c in words) and not VERBS.isdisjoint(words.split())
+
+
+def span(when: datetime, period: str) -> Window:
+    """The window of `when` (naive UTC) at dateparser's `period` precision."""
+    day = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "year":
+        start, end = day.replace(month=1, day=1), day.replace(year=day.year + 1, month=1, day=1)
+    elif period == "month":
+        start = day.replace(day=1)
+        end = (start + timedelta(days=32)).replace(day=1)
+    elif period == "week":
+        start, end = day - WEEK_REACH, day + WEEK_REACH + timedelta(days=1)
+    else:  # a day, or a time of day: its day
+        start, end = day, day + timedelta(days=1)
+    return Window(clock.fmt(start.replace(tzinfo=UTC)), clock.fmt(end.replace(tzinfo=UTC)))
+
+
+@functools.cache
+def _dateparser() -> tuple[Any, Any]:
+    """dateparser's `search_dates` and `DateDataParser`, imported at first use."""
+    from dateparser.date import DateDataParser
+    from dateparser.search import search_dates
+
+    return search_dates, DateDataParser

@@ -1,0 +1,191 @@
+"""A time named in a search's query (read/window.py, `RetrievalConfig.time_window`).
+
+The interval rule is checked against a small reference model (minutes as integers, an
+open interval a point at its start); the windows dateparser's periods give, on real
+dateparser; the stage through real stores on both engines: the memories of the named
+period rank first ("rank") or alone ("filter"), and a query naming no time gets exactly
+the hits it got without the setting.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langgraph.store.base import SearchItem
+
+from sgam_store import ConfigurationError, MemoryFact, SGAMStore
+from sgam_store.core import clock
+from sgam_store.read.query import RetrievalConfig
+from sgam_store.read.window import Window, resolve, span
+
+from .conftest import HashEmbeddings
+
+ENGINES = ("sqlite", "postgres")
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def stamp(minute: int) -> str:
+    return clock.fmt(BASE + timedelta(minutes=minute))
+
+
+minutes = st.integers(min_value=0, max_value=500)
+
+
+@given(minutes, minutes, minutes, st.one_of(st.none(), st.integers(1, 200)))
+def test_a_window_holds_what_the_reference_model_holds(
+    a: int, b: int, start: int, length: int | None
+) -> None:
+    low, high = sorted((a, b + 1 if a == b else b))
+    window = Window(stamp(low), stamp(high))
+    end = None if length is None else start + length
+    # The model: an open memory is the instant it began; a closed one every minute of it.
+    held = {start} if end is None else set(range(start, end))
+    expected = any(low <= minute < high for minute in held)
+    assert window.holds(stamp(start), None if end is None else stamp(end)) == expected
+
+
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
+       st.sampled_from(["day", "time", "week", "month", "year"]))  # fmt: skip
+def test_a_period_spans_its_calendar_unit(when: datetime, period: str) -> None:
+    window = span(when, period)
+    bounds = (window.start, window.end)
+    start, end = (datetime.fromisoformat(t).replace(tzinfo=None) for t in bounds)
+    assert start <= when < end
+    if period in ("day", "time"):
+        assert end - start == timedelta(days=1) and start.time() == datetime.min.time()
+    elif period == "week":
+        assert end - start == timedelta(days=15)
+    elif period == "month":
+        assert (start.day, end.day) == (1, 1) and 28 <= (end - start).days <= 31
+        assert start.month == when.month
+    else:
+        assert (start.month, start.day, end.year) == (1, 1, when.year + 1)
+
+
+ASKED = datetime(2026, 1, 20, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "languages", "window"),
+    [
+        ("What did Mira cook in May?", ("en",), ("2025-05-01", "2025-06-01")),  # the last May
+        ("Where was Leo living in 2023?", ("en",), ("2023-01-01", "2024-01-01")),
+        ("What did I say on March 12?", ("en",), ("2025-03-12", "2025-03-13")),
+        ("What changed two weeks ago?", ("en",), ("2025-12-30", "2026-01-14")),
+        ("What did I buy last month?", ("en",), ("2025-12-01", "2026-01-01")),
+        ("¿Qué hice en marzo de 2025?", ("es",), ("2025-03-01", "2025-04-01")),
+        ("¿Qué dijo Lucía hace 3 semanas?", ("es",), ("2025-12-23", "2026-01-07")),
+    ],
+)
+def test_time_in_a_query_resolves_against_the_reference(
+    query: str, languages: tuple[str, ...], window: tuple[str, str]
+) -> None:
+    (found,) = resolve(query, ASKED, languages)
+    assert (found.start[:10], found.end[:10]) == window
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["When did Mira complete the race?", "Which city does Leo live in now?", "¿Dónde vive ahora?"],
+)
+def test_a_query_naming_no_period_has_no_window(query: str) -> None:
+    assert resolve(query, ASKED, ("en", "es")) == ()  # "now" is the scope itself
+
+
+def test_the_setting_is_checked() -> None:
+    with pytest.raises(ConfigurationError, match="time_window must be one of off, rank, filter"):
+        RetrievalConfig(time_window="on")
+    with pytest.raises(ConfigurationError, match="time_weight"):
+        RetrievalConfig(time_window="rank", time_weight=-1)
+    assert RetrievalConfig().time_window == "off"
+
+
+def test_without_the_parser_the_setting_names_its_extra() -> None:
+    code = """
+import sys
+sys.modules["dateparser"] = None  # not installed, as far as imports go
+from sgam_store import ConfigurationError, SGAMStore
+SGAMStore(":memory:").close()  # off (the default) needs no parser
+try:
+    SGAMStore(":memory:", retrieval={"time_window": "rank"})
+except ConfigurationError as error:
+    print(error)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'sgam-store[time]'" in out.stdout, out
+
+
+def test_importing_the_package_does_not_import_the_parser() -> None:
+    code = "import sys, sgam_store; print('dateparser' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# One user's dinners in three months; asked on 2025-08-01, "in May" names the second.
+DINNERS = [
+    ("t1", "Cooked paella for friends, they loved it", "2025-03-14"),
+    ("t2", "Cooked lasagne for friends, a success", "2025-05-10"),
+    ("t3", "Cooked a stew for friends, a quiet night", "2025-07-02"),
+    ("t4", "The weather has been grey all week", "2025-05-11"),
+]
+ASKED_ON = "2025-08-01T12:00:00Z"
+
+
+@contextmanager
+def dinners(target: str, retrieval: dict) -> Iterator[SGAMStore]:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    with SGAMStore.from_conn_string(target, index=index, retrieval=retrieval) as store:
+        store.setup()
+        for key, text, day in DINNERS:
+            fact = MemoryFact(tenant_id="u", subject="turns", attribute=key,
+                              value={"text": text}, valid_from=f"{day}T18:00:00Z",
+                              source_episode_id=key)  # fmt: skip
+            store.replace_fact(fact)
+        yield store
+
+
+def keys(items: list[SearchItem]) -> list[str]:
+    return [item.key for item in items]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
+def test_memories_of_the_named_period_rank_first_or_alone(target: str, mode: str) -> None:
+    with dinners(target, {"mode": mode, "time_window": "rank"}) as store:
+        view = store.as_of(ASKED_ON)
+        ranked = view.search(("u", "turns"), query="What did I cook for friends in May?")
+        assert keys(ranked)[0] == "t2"
+        scores = [item.score for item in ranked]
+        assert scores == sorted(scores, reverse=True)
+        store.retrieval = RetrievalConfig(mode=mode, time_window="filter")
+        alone = view.search(("u", "turns"), query="What did I cook for friends in May?")
+        assert set(keys(alone)) <= {"t2", "t4"} and "t2" in keys(alone)
+        # Asked in 2025-04, "in May" is May 2024: nothing of this user's is in it.
+        early = store.as_of("2025-04-01T00:00:00Z")
+        assert early.search(("u", "turns"), query="What did I cook in May?") == []
+
+
+def test_a_query_naming_no_time_gets_the_same_hits(target: str) -> None:
+    query = "What did I cook for friends?"
+    found = {}
+    with dinners(target, {}) as store:
+        for setting in ("off", "rank", "filter"):
+            store.retrieval = RetrievalConfig(time_window=setting)
+            found[setting] = [
+                store.search(("u", "turns"), query=query, limit=10),
+                store.as_of(ASKED_ON).search(("u",), query=query, limit=10),
+            ]
+    assert found["rank"] == found["off"] and found["filter"] == found["off"]
+    assert all(len(hits) >= 3 for hits in found["off"])
+
+
+def test_an_english_month_in_lower_case_is_a_verb() -> None:
+    assert resolve("How much may Lena spend per month?", ASKED, ("en",)) == ()
+    assert resolve("We march on", ASKED, ("en",)) == ()
+    assert len(resolve("How much did Lena spend in May?", ASKED, ("en",))) == 1

@@ -56,6 +56,7 @@ class ViewedStore(Protocol):
         tenant_id: str | None = None,
         until: clock.Timestamp | None = None,
         limit: int = 100,
+        before_row_id: int | None = None,
     ) -> list[Change]: ...
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
@@ -106,11 +107,22 @@ class View(BaseStore):
         return View(self.store, replace(self.scope, tenant=tenant_id))
 
     def changes(
-        self, since: clock.Timestamp, *, until: clock.Timestamp | None = None, limit: int = 100
+        self,
+        since: clock.Timestamp,
+        *,
+        until: clock.Timestamp | None = None,
+        limit: int = 100,
+        before_row_id: int | None = None,
     ) -> list[Change]:
         """`SGAMStore.changes` of this view's tenant only (of every tenant for a view with
         none): a tenant view takes no tenant argument, so it cannot ask for another's."""
-        return self.store.changes(since, tenant_id=self.scope.tenant, until=until, limit=limit)
+        return self.store.changes(
+            since,
+            tenant_id=self.scope.tenant,
+            until=until,
+            limit=limit,
+            before_row_id=before_row_id,
+        )
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
         """`SGAMStore.versions` (every version, whatever the view's instant), refused

@@ -48,7 +48,7 @@ SUBJECTS_CAP = 20  # each tenant's subjects, on the tenants page, are counted th
 TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
-DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
+DECISIONS = 50  # decisions a review page shows unless ?per_page= says otherwise
 DECISIONS_LOOKUP = 10_000  # an undo finds its decision among this many of the latest
 
 
@@ -584,6 +584,7 @@ class ReviewPage(Page):
     list pages by keyset: the queue oldest first from the last fact id a page showed
     (`queue_after`), the decisions newest first from the last decision id
     (`decisions_before`), so a page deep in either reads its rows, never those before.
+    `limit` is the queue's page size, `per_page` the decisions'.
 
     Read-only, a memory of a large namespace lists no candidates but the search a review
     runs for them (`search`: its query and prefix), so the page costs index lookups per
@@ -597,10 +598,11 @@ class ReviewPage(Page):
         limit = number(self.query, "limit", QUEUE_SHOWN, 1, MAX_PER_PAGE)
         after = number(self.query, "queue_after", 0, 0, 2**62)
         before = number(self.query, "decisions_before", 0, 0, 2**62) or None
+        shown = number(self.query, "per_page", DECISIONS, 1, MAX_PER_PAGE)
         waiting, cut = self._waiting(tenant, limit, after)
-        decisions = tenant_decisions(self.app.store, tenant, DECISIONS + 1, before)
-        more = len(decisions) > DECISIONS
-        decisions = decisions[:DECISIONS]
+        decisions = tenant_decisions(self.app.store, tenant, shown + 1, before)
+        more = len(decisions) > shown
+        decisions = decisions[:shown]
         return {
             "tenant": tenant,
             "limit": limit,
@@ -609,6 +611,7 @@ class ReviewPage(Page):
             "queue_page": number(self.query, "queue_page", 1, 1, MAX_PAGE),
             "queue_next": cut,
             "decisions": decisions,
+            "per_page": shown,
             "decisions_before": before,
             "decisions_page": number(self.query, "decisions_page", 1, 1, MAX_PAGE),
             "decisions_next": decisions[-1]["decision_id"] if more else None,

@@ -204,6 +204,9 @@ def test_capped_totals_of_one_tenant(store: SGAMStore) -> None:
 
 
 SMALL, LARGE = 1000, 5000
+EPOCH = "1970-01-01T00:00:00Z"
+PAST = "2026-03-01T00:00:00Z"  # valid time halfway through the generated histories
+BELIEVED = "2100-01-01T00:00:00Z"  # belief time after every write: the past-instant path
 
 
 @pytest.fixture(scope="module")
@@ -254,20 +257,56 @@ def _pages(made: Realistic, store_path: str) -> dict[str, tuple[str, dict[str, s
         tenant, subject = store.layout.split(made.deep_key[0])
         deep = store.fact_at(tenant, subject, made.deep_key[1])
         assert deep is not None
-    big = made.big_tenant
+        big = made.big_tenant
+        decided = recent_decisions(store, big, limit=10)[-1].decision
+        waiting, idle = review_queue(store, big, limit=10)
+        queued = max([q.new.fact_id for q in waiting] + [d.fact_id for d in idle])
+        changed = store.changes(EPOCH, tenant_id=big, limit=100)[-1]
+    past = {"valid_at": PAST}
     return {
         "tenants": ("/tenants", {}),
+        "tenants (past)": ("/tenants", past),
         "subjects": ("/subjects", {"tenant": big}),
         "subjects p2": ("/subjects", {"tenant": big, "page": "2", "per_page": "10"}),
+        "subjects (past)": ("/subjects", {"tenant": big, **past}),
+        "subjects p2 (past)": ("/subjects", {"tenant": big, "page": "2", **past}),
+        "subjects (believed)": ("/subjects", {"tenant": big, "known_at": BELIEVED}),
         "keys": ("/keys", {"tenant": big, "subject": subject}),
         "review": ("/review", {"tenant": big}),
+        "review p2": (
+            "/review",
+            {
+                "tenant": big,
+                "queue_after": str(queued),
+                "decisions_before": str(decided.decision_id),
+            },
+        ),
         "episode": ("/episode", {"tenant": big, "id": deep.source_episode_id}),
         "changes": ("/changes", {"tenant": big}),
+        "changes p2": (
+            "/changes",
+            {"tenant": big, "before_at": changed.at, "before_row": str(changed.row_id)},
+        ),
     }
 
 
 @pytest.mark.parametrize(
-    "page", ["tenants", "subjects", "subjects p2", "keys", "review", "episode", "changes"]
+    "page",
+    [
+        "tenants",
+        "tenants (past)",
+        "subjects",
+        "subjects p2",
+        "subjects (past)",
+        "subjects p2 (past)",
+        "subjects (believed)",
+        "keys",
+        "review",
+        "review p2",
+        "episode",
+        "changes",
+        "changes p2",
+    ],
 )
 def test_one_request_reads_a_bounded_amount(
     page: str,

@@ -99,11 +99,14 @@ def next_namespace_at(
                "ORDER BY namespace LIMIT 1")  # fmt: skip
         row = conn.execute(d.sql(sql), (tenant, after, *params)).fetchone()
     else:
+        # One lower bound, or the planner may seek the other (`after` is "" on a first
+        # page): from the range's start, or past `after`, whichever is later.
         sql = (
-            "SELECT namespace FROM facts WHERE namespace > ? AND namespace >= ? "
-            f"AND namespace < ? AND tenant_id || '' = ? AND {cond} ORDER BY namespace LIMIT 1"
+            "SELECT namespace FROM facts WHERE namespace >= ? AND namespace < ? "
+            f"AND namespace <> ? AND tenant_id || '' = ? AND {cond} ORDER BY namespace LIMIT 1"
         )
-        row = conn.execute(d.sql(sql), (after, *within, tenant, *params)).fetchone()
+        start = max(after, within[0])
+        row = conn.execute(d.sql(sql), (start, within[1], after, tenant, *params)).fetchone()
     return None if row is None else str(row[0])
 
 

@@ -1032,10 +1032,15 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant):
             return changes.feed(self.engine, tenant, start, end, limit, before_row_id or 0)
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]:
         """How many keys each subject of `tenant_id` holds now: exactly the current items
         a listing would show (TTL expiry included), counted from an index, never from
-        the values. Every subject asked for is in the answer, 0 when it has none."""
+        the values. Every subject asked for is in the answer, 0 when it has none. With
+        `cap`, each count stops at `cap` + 1 (meaning more), a bounded read per subject."""
+        if cap is not None:
+            _check_limit(cap)
         if isinstance(subjects, str):
             raise InvalidFactError("subjects must be a list of subjects, not one string")
         by_ns = {
@@ -1044,7 +1049,9 @@ class SGAMStore(BaseStore):
         }
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id), self.engine.reading() as conn:
-            found = self.engine.counts.current_keys(conn, tenant_id, list(by_ns), clock.utc_now())
+            found = self.engine.counts.current_keys(
+                conn, tenant_id, list(by_ns), clock.utc_now(), cap
+            )
         counts = dict.fromkeys(by_ns.values(), 0)
         counts.update((by_ns[ns], n) for ns, n in found)
         return counts

@@ -61,7 +61,9 @@ class ViewedStore(Protocol):
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]: ...
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]: ...
 
     def explain(self, op: SearchOp, scope: Scope) -> list[Explanation]: ...
 
@@ -131,12 +133,14 @@ class View(BaseStore):
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return self.store.versions(tenant_id, subject, attribute)
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]:
         """`SGAMStore.count_keys` (current keys, whatever the view's instant), refused for
         a tenant other than a tenant view's own."""
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
-        return self.store.count_keys(tenant_id, subjects)
+        return self.store.count_keys(tenant_id, subjects, cap=cap)
 
     def explain_search(
         self,

@@ -202,6 +202,7 @@ CASES: list[tuple[Any, ...]] = [
     ("changes", "feed", ("acme", EPOCH, EPOCH, 3, Nth(9)), "none"),
     ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.nobody"], EPOCH)),
     ("counts", "current_keys", ("zeta", ["acme.prefs"], EPOCH), "none"),
+    ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.x"], EPOCH, 1)),
     ("versions", "visible_at", ("acme.prefs", "k1", None, None)),
     ("versions", "visible_at", ("zeta.prefs", "k2", None, None), "none"),
     ("versions", "visible_at", ("zeta.mira", "city", "2025-01-01T00:00:00.000000Z", FAR)),

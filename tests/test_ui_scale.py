@@ -191,6 +191,17 @@ def test_names_at_a_past_instant(store: SGAMStore) -> None:
     assert sorted({ns[0] for ns in listed}) == store.tenant_names(at=june2)
 
 
+def test_capped_key_counts(store: SGAMStore) -> None:
+    """Each subject's count stops at cap + 1: a bounded read however many keys it holds."""
+    store.batch([PutOp(("a", "big"), f"k{n}", {"v": n}) for n in range(5)])
+    store.put(("a", "small"), "k", {"v": 1})
+    found = store.count_keys("a", ["big", "small", "none"], cap=3)
+    assert found == {"big": 4, "small": 1, "none": 0}
+    assert store.count_keys("a", ["big"]) == {"big": 5}
+    with pytest.raises(ValueError, match="limit"):
+        store.count_keys("a", ["big"], cap=0)
+
+
 def test_capped_totals_of_one_tenant(store: SGAMStore) -> None:
     store.batch([PutOp(("a", f"s{n}"), "k", {"v": n}) for n in range(4)])
     store.put(("b", "s"), "k", {"v": 1})

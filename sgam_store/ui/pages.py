@@ -94,12 +94,14 @@ class Inspector:
         layout = self.store.layout
         return layout.relative(layout.fact_namespace(tenant, subject))
 
-    def current_keys(self, tenant: str, subjects: list[str], when: When) -> dict[str, int]:
-        """How many keys each subject holds now (from an index, no values read); nothing
-        at another instant, whose listing a current total would not match."""
+    def current_keys(self, tenant: str, subjects: list[str], when: When) -> dict[str, int | str]:
+        """How many keys each subject holds now, each counted up to COUNT_CAP (from an
+        index, no values read: a bounded read per subject, "200+" beyond); nothing at
+        another instant, whose listing a current total would not match."""
         if not when.now or not subjects:
             return {}
-        return self.store.for_tenant(tenant).count_keys(tenant, subjects)
+        counted = self.store.for_tenant(tenant).count_keys(tenant, subjects, cap=COUNT_CAP)
+        return {subject: capped(n, COUNT_CAP) for subject, n in counted.items()}
 
     def tenant_totals(self, tenant: str) -> dict[str, int | str | None]:
         """A confined app's counts, its tenant's alone, each counted up to TOTALS_CAP

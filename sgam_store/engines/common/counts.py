@@ -30,11 +30,23 @@ def _current_keys_sql(d: Dialect) -> str:
 
 
 def current_keys(
-    d: Dialect, conn: Any, tenant: str, namespaces: list[str], now: str
+    d: Dialect, conn: Any, tenant: str, namespaces: list[str], now: str, cap: int | None = None
 ) -> list[tuple[str, int]]:
-    """(namespace, keys current at `now`) for each of `namespaces` that has any."""
-    rows = conn.execute(_current_keys_sql(d), (tenant, d.as_list(namespaces), now)).fetchall()
-    return [(ns, int(n)) for ns, n in rows]
+    """(namespace, keys current at `now`) for each of `namespaces` that has any, in
+    namespace order; with `cap`, each counted up to `cap` + 1 (one bounded index read per
+    namespace: a LangMem user of 19,070 memories cost 211,000 VM steps counted whole)."""
+    if cap is None:
+        rows = conn.execute(_current_keys_sql(d), (tenant, d.as_list(namespaces), now))
+        return [(ns, int(n)) for ns, n in rows.fetchall()]
+    sql = d.sql(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM facts WHERE tenant_id = ? AND namespace = ? "
+        f"AND {_LIVE} LIMIT ?) AS capped"
+    )
+    found = [
+        (ns, int(conn.execute(sql, (tenant, ns, now, cap + 1)).fetchone()[0]))
+        for ns in sorted(set(namespaces))
+    ]
+    return [(ns, n) for ns, n in found if n]
 
 
 # One index seek each: the next tenant, or the next namespace of a tenant, holding a

@@ -191,6 +191,26 @@ def test_names_at_a_past_instant(store: SGAMStore) -> None:
     assert sorted({ns[0] for ns in listed}) == store.tenant_names(at=june2)
 
 
+@pytest.mark.parametrize(
+    ("page", "params", "named"),
+    [
+        ("review", {"queue_after": "-1"}, "queue_after"),
+        ("review", {"decisions_before": "x"}, "decisions_before"),
+        ("review", {"per_page": "0"}, "per_page"),
+        ("changes", {"before_at": "nope", "before_row": "3"}, "before_at"),
+        ("changes", {"before_at": "2026-06-02T00:00:00", "before_row": "3"}, "before_at"),
+        ("changes", {"before_at": "2026-06-02", "before_row": "-3"}, "before_row"),
+    ],
+)
+def test_a_bad_cursor_is_a_400_naming_it(
+    store: SGAMStore, page: str, params: dict, named: str
+) -> None:
+    store.put(("acme", "mira"), "k", {"v": 1})
+    client = TestClient(create_app(store))
+    answer = client.get(f"/{page}.json", params={"tenant": "acme", **params})
+    assert answer.status_code == 400 and named in answer.json()["error"]
+
+
 def test_capped_key_counts(store: SGAMStore) -> None:
     """Each subject's count stops at cap + 1: a bounded read however many keys it holds."""
     store.batch([PutOp(("a", "big"), f"k{n}", {"v": n}) for n in range(5)])

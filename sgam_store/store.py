@@ -939,25 +939,48 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant):
             return ledger.citing(self.engine, tenant, episode_id, _ts(known_at), limit)
 
-    def tenant_names(self, *, after: str = "", limit: int = 50) -> list[str]:
-        """Tenants holding a current fact, in order, after `after`, at most `limit`: one
-        index seek per name, never a read of the facts (a paged tenant list)."""
+    def tenant_names(
+        self,
+        *,
+        after: str = "",
+        limit: int = 50,
+        at: clock.Timestamp | None = None,
+        known_at: clock.Timestamp | None = None,
+    ) -> list[str]:
+        """Tenants holding a current fact (with `at` or `known_at`: a fact visible at
+        valid time `at`, default now, as believed at `known_at`), in order, after `after`,
+        at most `limit`: one index seek per name, never a read of the facts (a paged
+        tenant list)."""
         _check_limit(limit)
+        when = _instant(at, known_at)
         self._ensure_ready()
         with self.engine.tenant_scope(None):  # every tenant's names (the owner's)
-            return names.tenants(self.engine, after, limit)
+            return names.tenants(self.engine, after, limit, *when)
 
     def subject_names(
-        self, tenant_id: str, *, after: str | None = None, limit: int = 50
+        self,
+        tenant_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 50,
+        at: clock.Timestamp | None = None,
+        known_at: clock.Timestamp | None = None,
     ) -> list[str]:
-        """The subjects of `tenant_id` holding a current fact, in namespace order, after
-        subject `after` (None: from the first), at most `limit`: one index seek each."""
+        """The subjects of `tenant_id` holding a current fact (with `at` or `known_at`: a
+        fact visible then, as `tenant_names`), in namespace order, after subject `after`
+        (None: from the first), at most `limit`: one index seek each."""
         _check_limit(limit)
+        when = _instant(at, known_at)
         tenant = self.layout.check_tenant(tenant_id)
         start = "" if after is None else self.layout.fact_namespace(tenant, after)
+        # With the tenant as the first label, its namespaces are one range of text ('.'
+        # sorts just before '/'), which a past instant's seeks walk in namespace order.
+        within = (tenant, tenant + "/") if self.tenant_at == 0 else None
         self._ensure_ready()
         with self.engine.tenant_scope(tenant):
-            found = names.namespaces(self.engine, tenant, namespaces.to_text(start), limit)
+            found = names.namespaces(
+                self.engine, tenant, namespaces.to_text(start), limit, *when, within
+            )
         return [self.layout.split(namespaces.from_text(ns))[1] for ns in found]
 
     def subject_facts(
@@ -974,13 +997,14 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant_id):
             return names.namespace_page(self.engine, ns, limit, offset)
 
-    def capped_totals(self, cap: int = 10_000) -> dict[str, int]:
-        """Current facts and episodes of the whole store, each counted up to `cap` (cap + 1
-        means more): a bounded read where `stats()` counts every row."""
+    def capped_totals(self, cap: int = 10_000, *, tenant_id: str | None = None) -> dict[str, int]:
+        """Current facts and episodes of the whole store (or of `tenant_id`), each counted
+        up to `cap` (cap + 1 means more): a bounded read where `stats()` counts every row."""
         _check_limit(cap)
+        tenant = None if tenant_id is None else self.layout.check_tenant(tenant_id)
         self._ensure_ready()
-        with self.engine.tenant_scope(None):
-            return names.capped_totals(self.engine, cap)
+        with self.engine.tenant_scope(tenant):
+            return names.capped_totals(self.engine, cap, tenant)
 
     def changes(
         self,
@@ -989,25 +1013,34 @@ class SGAMStore(BaseStore):
         tenant_id: str | None = None,
         until: clock.Timestamp | None = None,
         limit: int = 100,
+        before_row_id: int | None = None,
     ) -> list[Change]:
         """What the store wrote since `since` (transaction time, inclusive) and before
         `until` (exclusive; default: no bound), newest first, at most `limit` entries: new
         facts, superseded, closed, expired and revised versions (`Change.kind`), of one
-        tenant or of all. To poll, pass the newest `at` seen plus a microsecond."""
+        tenant or of all. To poll, pass the newest `at` seen plus a microsecond. To page
+        back, pass the last entry's `at` as `until` and its `row_id` as `before_row_id`
+        (the entries at `until` written before it come next): a keyset, read by index."""
         start, end = clock.normalize(since), changes.UNBOUNDED if until is None else _ts(until)
-        if end <= start:
+        if end < start or (end == start and before_row_id is None):
             raise InvalidTimestampError(f"until ({end}) must be after since ({start})")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        _check_limit(limit)
+        if before_row_id is not None:
+            _check_cursor(before_row_id, until)
         tenant = None if tenant_id is None else self.layout.check_tenant(tenant_id)
         self._ensure_ready()
         with self.engine.tenant_scope(tenant):
-            return changes.feed(self.engine, tenant, start, end, limit)
+            return changes.feed(self.engine, tenant, start, end, limit, before_row_id or 0)
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]:
         """How many keys each subject of `tenant_id` holds now: exactly the current items
         a listing would show (TTL expiry included), counted from an index, never from
-        the values. Every subject asked for is in the answer, 0 when it has none."""
+        the values. Every subject asked for is in the answer, 0 when it has none. With
+        `cap`, each count stops at `cap` + 1 (meaning more), a bounded read per subject."""
+        if cap is not None:
+            _check_limit(cap)
         if isinstance(subjects, str):
             raise InvalidFactError("subjects must be a list of subjects, not one string")
         by_ns = {
@@ -1016,7 +1049,9 @@ class SGAMStore(BaseStore):
         }
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id), self.engine.reading() as conn:
-            found = self.engine.counts.current_keys(conn, tenant_id, list(by_ns), clock.utc_now())
+            found = self.engine.counts.current_keys(
+                conn, tenant_id, list(by_ns), clock.utc_now(), cap
+            )
         counts = dict.fromkeys(by_ns.values(), 0)
         counts.update((by_ns[ns], n) for ns, n in found)
         return counts
@@ -1157,6 +1192,24 @@ class SGAMStore(BaseStore):
 def _check_limit(limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive integer, got {limit!r}")
+
+
+def _instant(
+    at: clock.Timestamp | None, known_at: clock.Timestamp | None
+) -> tuple[str | None, str | None]:
+    """(valid time, belief time) of a names listing: (None, None) for now, else the
+    instants normalized, valid time defaulting to now (as `as_of` takes it)."""
+    if at is None and known_at is None:
+        return None, None
+    return _ts(at) or clock.utc_now(), _ts(known_at)
+
+
+def _check_cursor(before_row_id: object, until: object) -> None:
+    """A change feed's page cursor: a row id, meaningful only beside the `until` it ends."""
+    if isinstance(before_row_id, bool) or not isinstance(before_row_id, int) or before_row_id < 1:
+        raise InvalidQueryError(f"before_row_id must be a positive integer, got {before_row_id!r}")
+    if until is None:
+        raise InvalidQueryError("before_row_id pages back from an `until`: pass both")
 
 
 def _tenant_of(layout: namespaces.Layout, scope: Scope, ops: Sequence[Op]) -> str | None:

@@ -56,11 +56,14 @@ class ViewedStore(Protocol):
         tenant_id: str | None = None,
         until: clock.Timestamp | None = None,
         limit: int = 100,
+        before_row_id: int | None = None,
     ) -> list[Change]: ...
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]: ...
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]: ...
 
     def explain(self, op: SearchOp, scope: Scope) -> list[Explanation]: ...
 
@@ -106,11 +109,22 @@ class View(BaseStore):
         return View(self.store, replace(self.scope, tenant=tenant_id))
 
     def changes(
-        self, since: clock.Timestamp, *, until: clock.Timestamp | None = None, limit: int = 100
+        self,
+        since: clock.Timestamp,
+        *,
+        until: clock.Timestamp | None = None,
+        limit: int = 100,
+        before_row_id: int | None = None,
     ) -> list[Change]:
         """`SGAMStore.changes` of this view's tenant only (of every tenant for a view with
         none): a tenant view takes no tenant argument, so it cannot ask for another's."""
-        return self.store.changes(since, tenant_id=self.scope.tenant, until=until, limit=limit)
+        return self.store.changes(
+            since,
+            tenant_id=self.scope.tenant,
+            until=until,
+            limit=limit,
+            before_row_id=before_row_id,
+        )
 
     def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
         """`SGAMStore.versions` (every version, whatever the view's instant), refused
@@ -119,12 +133,14 @@ class View(BaseStore):
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
         return self.store.versions(tenant_id, subject, attribute)
 
-    def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
+    def count_keys(
+        self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
+    ) -> dict[str, int]:
         """`SGAMStore.count_keys` (current keys, whatever the view's instant), refused for
         a tenant other than a tenant view's own."""
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
-        return self.store.count_keys(tenant_id, subjects)
+        return self.store.count_keys(tenant_id, subjects, cap=cap)
 
     def explain_search(
         self,

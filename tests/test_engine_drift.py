@@ -38,6 +38,7 @@ SHARED_TABLES = {
 INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 FAR = "9999-12-31T00:00:00.000000Z"
 EPOCH = "0001-01-01T00:00:00.000000Z"
+PAST = "2025-01-01T00:00:00.000000Z"  # after mira's city began, before the puts
 
 
 def _fill(store: SGAMStore) -> None:
@@ -195,8 +196,13 @@ CASES: list[tuple[Any, ...]] = [
     ("changes", "feed", ("acme", EPOCH, FAR, 100)),
     ("changes", "feed", (None, EPOCH, FAR, 5)),
     ("changes", "key_versions", ("acme.prefs", "k1")),
+    # A page of the feed ends at a keyset (until, before_row): the entries at `until`
+    # with a smaller row id come next (every put of _fill is a later instant: at FAR, all).
+    ("changes", "feed", ("acme", EPOCH, FAR, 3, Nth(9))),
+    ("changes", "feed", ("acme", EPOCH, EPOCH, 3, Nth(9)), "none"),
     ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.nobody"], EPOCH)),
     ("counts", "current_keys", ("zeta", ["acme.prefs"], EPOCH), "none"),
+    ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.x"], EPOCH, 1)),
     ("versions", "visible_at", ("acme.prefs", "k1", None, None)),
     ("versions", "visible_at", ("zeta.prefs", "k2", None, None), "none"),
     ("versions", "visible_at", ("zeta.mira", "city", "2025-01-01T00:00:00.000000Z", FAR)),
@@ -225,6 +231,8 @@ CASES: list[tuple[Any, ...]] = [
     ("episodes", "fact_source", (Nth(7),)),
     ("supersession", "queued", (None, 100), "keyed"),
     ("supersession", "queued", ("zeta", 2), "keyed"),
+    ("supersession", "queued", (None, 100, Nth(8)), "keyed"),
+    ("supersession", "queued", ("acme", 100, 2**40), "none"),
     ("erasure", "facts_of", ("acme",), "ids"),
     ("erasure", "episodes_of", ("acme",), "set"),
     ("erasure", "other_sources", ("acme", Nth(7), "acme-e1")),
@@ -274,12 +282,26 @@ CASES: list[tuple[Any, ...]] = [
     ("counts", "next_namespace", ("acme", "acme.prefs", EPOCH), "none"),
     ("counts", "next_tenant", ("", EPOCH)),
     ("counts", "next_tenant", ("zeta", EPOCH), "none"),
+    ("counts", "next_tenant_at", ("", FAR, None)),
+    ("counts", "next_tenant_at", ("acme", PAST, FAR)),
+    ("counts", "next_tenant_at", ("", FAR, EPOCH), "none"),  # believed at EPOCH: nothing
+    ("counts", "next_namespace_at", ("acme", "", FAR, None, None)),
+    ("counts", "next_namespace_at", ("acme", "", FAR, None, ("acme", "acme/"))),
+    ("counts", "next_namespace_at", ("zeta", "zeta.mira", FAR, FAR, ("zeta", "zeta/"))),
+    ("counts", "next_namespace_at", ("acme", "", PAST, None, None)),
+    ("counts", "next_namespace_at", ("acme", "", "2023-01-01T00:00:00Z", None, None), "none"),
+    ("counts", "next_namespace_at", ("acme", "acme.prefs", FAR, None, None), "none"),
+    ("counts", "capped", ("facts", 100, "acme")),
+    ("counts", "capped", ("episodes", 100, "zeta")),
+    ("counts", "capped", ("episodes", 100, "nobody"), "none"),
     ("episodes", "citing", ("acme", "acme-e1", None, 10)),
     ("episodes", "citing", ("zeta", "acme-e1", None, 10), "none"),
     ("supersession", "namespace_members", ("acme", "acme.prefs", EPOCH, 10)),
     ("supersession", "namespace_members", ("zeta", "acme.prefs", EPOCH, 10), "none"),
     ("supersession", "of_tenant", ("acme", 10), "decisions"),
     ("supersession", "of_tenant", ("zeta", 10), "none"),
+    ("supersession", "of_tenant", ("acme", 10, 2), "decisions"),
+    ("supersession", "of_tenant", ("acme", 10, 1), "none"),
 ]
 
 

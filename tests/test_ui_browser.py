@@ -137,6 +137,19 @@ def test_every_page_opens(page: Any, served: str) -> None:
     page.screenshot(path=str(SHOTS / "ui-changes.png"), full_page=True)
 
 
+def test_the_demo_changes_walk_to_their_end_and_its_review_is_one_page(
+    page: Any, served: str, seeded: SGAMStore
+) -> None:
+    """On the demo file: the change feed, five a page, walked to its last page, every
+    change shown once; its one queued memory and one decision make one page each."""
+    whole = seeded.changes("2000-01-01T00:00:00Z", tenant_id="acme", limit=200)
+    pages = -(-len(whole) // 5)
+    assert walk(page, f"{served}/changes?tenant=acme&limit=5", most=50, **CHANGES) == pages > 1
+    assert page.locator("#changes tbody tr").count() == len(whole) - 5 * (pages - 1)
+    for which in (QUEUE, DECISIONS):
+        assert walk(page, f"{served}/review?tenant=acme&limit=1&per_page=1", 5, **which) == 1
+
+
 def test_click_from_a_tenant_to_a_key_and_read_its_picture(
     page: Any, served: str, seeded: SGAMStore
 ) -> None:
@@ -293,19 +306,21 @@ def fits(tab: Any) -> None:
     assert width <= WIDE["width"], f"{tab.url} is {width} px wide"
 
 
-def walk(tab: Any, url: str, most: int) -> int:
-    """Open a list and follow its "next" links, at most `most` pages: each answers 200,
-    fits the window, says its number and shows rows no earlier page showed. Returns how
-    many pages it saw."""
+def walk(
+    tab: Any, url: str, most: int, rows: str = "main table tbody tr", pager: str = ".pager"
+) -> int:
+    """Open a list and follow its "next" links (those of its `pager`, where a page has
+    several lists), at most `most` pages: each answers 200, fits the window, says its
+    number and shows `rows` no earlier page showed. Returns how many pages it saw."""
     response, pages, seen = tab.goto(url), 1, set()
     while True:
         assert response.status == 200, tab.url
         fits(tab)
-        assert tab.locator(".pager span").inner_text() == f"page {pages}"
-        rows = set(tab.locator("main table tbody tr").all_inner_texts())
-        assert rows and not rows & seen, tab.url
-        seen |= rows
-        following = tab.locator('a[rel="next"]')
+        assert tab.locator(f"{pager} span").inner_text() == f"page {pages}"
+        shown = set(tab.locator(rows).all_inner_texts())
+        assert shown and not shown & seen, tab.url
+        seen |= shown
+        following = tab.locator(f'{pager} a[rel="next"]')
         if not following.count() or pages == most:
             return pages
         with tab.expect_navigation() as navigation:
@@ -331,6 +346,30 @@ def test_every_list_walks_past_its_first_page(wide: Any, real: tuple) -> None:
     }
     longer = {"sgam": ("subjects", "keys"), "langmem": ("tenants", "keys")}[made.layout]
     assert all(walked[name] > 1 for name in longer), walked
+
+
+QUEUE = {"rows": "#queue section.review", "pager": "#queue-pager"}
+DECISIONS = {"rows": "#decisions tbody tr", "pager": "#decisions-pager"}
+CHANGES = {"rows": "#changes tbody tr", "pager": "#changes-pager"}
+
+
+def test_the_review_and_the_changes_walk_past_their_first_page(wide: Any, real: tuple) -> None:
+    """The review's queue (hundreds deep) and its decisions, and the change feed: each
+    pages by keyset, and each is walked past page 1 (issue 38: they had no next link)."""
+    made, _, url = real
+    big = urlencode({"tenant": made.big_tenant})
+    walked = {
+        "queue": walk(wide, f"{url}/review?{big}", most=3, **QUEUE),
+        "decisions": walk(wide, f"{url}/review?{big}&per_page=5", most=3, **DECISIONS),
+        "changes": walk(wide, f"{url}/changes?{big}", most=3, **CHANGES),
+    }
+    assert walked == {"queue": 3, "decisions": 2 if made.layout == "langmem" else 3, "changes": 3}
+    # Each list's link keeps the other where it was: the decisions' page 2 of the queue's 2.
+    wide.goto(f"{url}/review?{big}&per_page=5")
+    wide.locator('#queue-pager a[rel="next"]').click()
+    wide.locator('#decisions-pager a[rel="next"]').click()
+    assert wide.locator("#queue-pager span").inner_text() == "page 2"
+    assert wide.locator("#decisions-pager span").inner_text() == "page 2"
 
 
 def test_a_key_rewritten_525_times_draws_every_version(wide: Any, real: tuple) -> None:

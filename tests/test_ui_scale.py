@@ -12,6 +12,7 @@ from langgraph.store.base import PutOp
 from starlette.testclient import TestClient
 
 from sgam_store import MemoryFact, SGAMStore, Verdict, connect
+from sgam_store.core.errors import InvalidQueryError
 from sgam_store.managers.supersession import (
     SMALL_NAMESPACE,
     pending_reviews,
@@ -112,10 +113,131 @@ def test_the_queue_without_searches(store: SGAMStore) -> None:
     assert reviews[0].candidates == waiting[0].candidates  # the same, without a search
 
 
+def test_the_queue_and_the_decisions_page_by_keyset(store: SGAMStore) -> None:
+    """A page of the queue starts after the last fact id the page before read, a page of
+    the decisions below the last decision id: walked a row at a time, each list comes
+    back whole, in order, once."""
+    store.review_new_keys = True
+    for n in range(5):  # each new key of a small namespace waits, with the ones before
+        store.put(("acme", "mira"), f"k{n}", {"content": f"note {n}"})
+    store.put(("globex", "mira"), "other", {"content": "another tenant's"})
+    whole, _ = review_queue(store, "acme", limit=100)
+    walked, after = [], 0
+    while True:
+        waiting, idle = review_queue(store, "acme", limit=1, after=after)
+        read = [q.new.fact_id for q in waiting] + [d.fact_id for d in idle]
+        if not read:
+            break
+        walked, after = walked + waiting, max(read)
+    assert [q.new.fact_id for q in walked] == [q.new.fact_id for q in whole]
+    assert len(whole) == 4  # k0 is alone: nothing before it to supersede
+    reviews, _ = pending_reviews(store, "acme", limit=2, after=whole[1].new.fact_id)
+    assert [r.new.fact_id for r in reviews] == [q.new.fact_id for q in whole[2:4]]
+
+    for new, old in (("k1", "k0"), ("k2", "k0"), ("k3", "k1"), ("k4", "k2")):
+        _decide(store, "acme", new, old, "independent")
+    decided = [d.decision.decision_id for d in recent_decisions(store, "acme", limit=100)]
+    pages, before = [], None
+    while found := recent_decisions(store, "acme", limit=3, before=before):
+        pages.append([d.decision.decision_id for d in found])
+        before = pages[-1][-1]
+    assert [i for page in pages for i in page] == decided and len(pages) == 2
+    assert recent_decisions(store, "globex", before=decided[0]) == []
+
+
+def test_the_change_feed_pages_by_keyset_through_ties(store: SGAMStore) -> None:
+    """A correction writes several changes at one instant (the old version withdrawn,
+    its closed copy, the new fact): a page may end among them, and the next, from
+    (until=last.at, before_row_id=last.row_id), goes on with the rest of that instant."""
+    for day in (1, 3, 5):
+        store.replace_fact(_fact("acme", "mira", "city", f"city {day}", day, "external:t"))
+    store.put(("acme", "ana"), "k", {"v": 1})
+    store.delete(("acme", "ana"), "k")
+    view = store.for_tenant("acme")
+    whole = view.changes("2000-01-01T00:00:00Z", limit=100)
+    assert len({c.at for c in whole}) < len(whole)  # some entries share their instant
+    walked = view.changes("2000-01-01T00:00:00Z", limit=1)
+    while more := view.changes(
+        "2000-01-01T00:00:00Z", until=walked[-1].at, before_row_id=walked[-1].row_id, limit=1
+    ):
+        walked += more
+    assert [(c.at, c.row_id, c.kind) for c in walked] == [(c.at, c.row_id, c.kind) for c in whole]
+    last = whole[-1]  # the oldest: nothing after it, even at its own instant
+    assert store.changes(last.at, until=last.at, before_row_id=last.row_id) == []
+    with pytest.raises(InvalidQueryError, match="until"):
+        store.changes("2000-01-01T00:00:00Z", before_row_id=5)
+    with pytest.raises(InvalidQueryError, match="positive"):
+        store.changes("2000-01-01T00:00:00Z", until=last.at, before_row_id=0)
+
+
+def test_names_at_a_past_instant(store: SGAMStore) -> None:
+    """Tenants and subjects with a fact visible at (valid time, belief time), paged by
+    name as now: exactly what an `as_of` view lists then."""
+    for tenant, subject, day in (("a", "x", 1), ("a", "y", 5), ("b", "z", 5), ("c", "w", 1)):
+        store.replace_fact(_fact(tenant, subject, "k", "v", day, "external:t"))
+    store.delete(("c", "w"), "k")  # closed now; it held in June
+    june2, june9 = "2026-06-02T00:00:00Z", "2026-06-09T00:00:00Z"
+    assert store.tenant_names() == ["a", "b"]
+    assert store.tenant_names(at=june2) == ["a", "c"]
+    assert store.tenant_names(at=june9) == ["a", "b", "c"]
+    assert store.tenant_names(at=june2, after="a", limit=1) == ["c"]
+    assert store.subject_names("a", at=june2) == ["x"]
+    assert store.subject_names("a", at=june9) == ["x", "y"]
+    assert store.subject_names("a", at=june9, after="x") == ["y"]
+    before = "2000-01-01T00:00:00Z"  # believed then: nothing yet
+    assert store.tenant_names(at=june9, known_at=before) == []
+    assert store.subject_names("a", known_at=before) == []
+    listed = store.as_of(june2).list_namespaces(max_depth=2)
+    assert sorted({ns[0] for ns in listed}) == store.tenant_names(at=june2)
+
+
+@pytest.mark.parametrize(
+    ("page", "params", "named"),
+    [
+        ("review", {"queue_after": "-1"}, "queue_after"),
+        ("review", {"decisions_before": "x"}, "decisions_before"),
+        ("review", {"per_page": "0"}, "per_page"),
+        ("changes", {"before_at": "nope", "before_row": "3"}, "before_at"),
+        ("changes", {"before_at": "2026-06-02T00:00:00", "before_row": "3"}, "before_at"),
+        ("changes", {"before_at": "2026-06-02", "before_row": "-3"}, "before_row"),
+    ],
+)
+def test_a_bad_cursor_is_a_400_naming_it(
+    store: SGAMStore, page: str, params: dict, named: str
+) -> None:
+    store.put(("acme", "mira"), "k", {"v": 1})
+    client = TestClient(create_app(store))
+    answer = client.get(f"/{page}.json", params={"tenant": "acme", **params})
+    assert answer.status_code == 400 and named in answer.json()["error"]
+
+
+def test_capped_key_counts(store: SGAMStore) -> None:
+    """Each subject's count stops at cap + 1: a bounded read however many keys it holds."""
+    store.batch([PutOp(("a", "big"), f"k{n}", {"v": n}) for n in range(5)])
+    store.put(("a", "small"), "k", {"v": 1})
+    found = store.count_keys("a", ["big", "small", "none"], cap=3)
+    assert found == {"big": 4, "small": 1, "none": 0}
+    assert store.count_keys("a", ["big"]) == {"big": 5}
+    with pytest.raises(ValueError, match="limit"):
+        store.count_keys("a", ["big"], cap=0)
+
+
+def test_capped_totals_of_one_tenant(store: SGAMStore) -> None:
+    store.batch([PutOp(("a", f"s{n}"), "k", {"v": n}) for n in range(4)])
+    store.put(("b", "s"), "k", {"v": 1})
+    store.record_episode("a", "hello", source_kind="user_message", episode_id="e1")
+    assert store.capped_totals(tenant_id="a") == {"facts": 4, "episodes": 1}
+    assert store.capped_totals(2, tenant_id="a") == {"facts": 3, "episodes": 1}
+    assert store.capped_totals(tenant_id="b") == {"facts": 1, "episodes": 0}
+
+
 # ------------------------------------------------------------------ one request, bounded
 
 
 SMALL, LARGE = 1000, 5000
+EPOCH = "1970-01-01T00:00:00Z"
+PAST = "2026-03-01T00:00:00Z"  # valid time halfway through the generated histories
+BELIEVED = "2100-01-01T00:00:00Z"  # belief time after every write: the past-instant path
 
 
 @pytest.fixture(scope="module")
@@ -166,20 +288,56 @@ def _pages(made: Realistic, store_path: str) -> dict[str, tuple[str, dict[str, s
         tenant, subject = store.layout.split(made.deep_key[0])
         deep = store.fact_at(tenant, subject, made.deep_key[1])
         assert deep is not None
-    big = made.big_tenant
+        big = made.big_tenant
+        decided = recent_decisions(store, big, limit=10)[-1].decision
+        waiting, idle = review_queue(store, big, limit=10)
+        queued = max([q.new.fact_id for q in waiting] + [d.fact_id for d in idle])
+        changed = store.changes(EPOCH, tenant_id=big, limit=100)[-1]
+    past = {"valid_at": PAST}
     return {
         "tenants": ("/tenants", {}),
+        "tenants (past)": ("/tenants", past),
         "subjects": ("/subjects", {"tenant": big}),
         "subjects p2": ("/subjects", {"tenant": big, "page": "2", "per_page": "10"}),
+        "subjects (past)": ("/subjects", {"tenant": big, **past}),
+        "subjects p2 (past)": ("/subjects", {"tenant": big, "page": "2", **past}),
+        "subjects (believed)": ("/subjects", {"tenant": big, "known_at": BELIEVED}),
         "keys": ("/keys", {"tenant": big, "subject": subject}),
         "review": ("/review", {"tenant": big}),
+        "review p2": (
+            "/review",
+            {
+                "tenant": big,
+                "queue_after": str(queued),
+                "decisions_before": str(decided.decision_id),
+            },
+        ),
         "episode": ("/episode", {"tenant": big, "id": deep.source_episode_id}),
         "changes": ("/changes", {"tenant": big}),
+        "changes p2": (
+            "/changes",
+            {"tenant": big, "before_at": changed.at, "before_row": str(changed.row_id)},
+        ),
     }
 
 
 @pytest.mark.parametrize(
-    "page", ["tenants", "subjects", "subjects p2", "keys", "review", "episode", "changes"]
+    "page",
+    [
+        "tenants",
+        "tenants (past)",
+        "subjects",
+        "subjects p2",
+        "subjects (past)",
+        "subjects p2 (past)",
+        "subjects (believed)",
+        "keys",
+        "review",
+        "review p2",
+        "episode",
+        "changes",
+        "changes p2",
+    ],
 )
 def test_one_request_reads_a_bounded_amount(
     page: str,

@@ -349,7 +349,9 @@ def test_a_confined_inspector_shows_only_its_tenants_totals(store: SGAMStore) ->
     assert everyone["current_facts"] > acme_now
     client = TestClient(create_app(store, tenant="acme"))
     totals = client.get("/tenants.json").json()["totals"]
-    assert totals == {"tenants": 1, "current_facts": acme_now, "episodes": None}
+    acme_episodes = store.capped_totals(tenant_id="acme")["episodes"]
+    assert 0 < acme_episodes < everyone["episodes"]
+    assert totals == {"tenants": 1, "current_facts": acme_now, "episodes": acme_episodes}
     page = client.get("/tenants").text
     assert f"{everyone['current_facts']} current facts" not in page
     assert f"{everyone['tenants']} tenants" not in page and f"{acme_now} current facts" in page

@@ -142,9 +142,18 @@ STATEMENTS: dict[str, frozenset[str]] = {
     # The change feed, and every version of a key (believed or retired) for its picture.
     "changes": frozenset({"feed", "key_versions"}),
     # The inspector's totals and pages: current keys per namespace, from an index alone;
-    # tenants and namespaces one index seek each; capped counts; a namespace's page by key.
+    # tenants and namespaces one index seek each (now, or at a past instant); capped
+    # counts, of the store or a tenant; a namespace's page by key.
     "counts": frozenset(
-        {"current_keys", "capped", "next_tenant", "next_namespace", "namespace_page"}
+        {
+            "current_keys",
+            "capped",
+            "next_tenant",
+            "next_namespace",
+            "next_tenant_at",
+            "next_namespace_at",
+            "namespace_page",
+        }
     ),
 }
 

@@ -41,11 +41,13 @@ def _kind(
     return "expired" if row.valid_to == row.expires_at else "closed"
 
 
-def feed(engine: Any, tenant: str | None, since: str, until: str, limit: int) -> list[Change]:
-    """Up to `limit` changes with `since <= at < until`, newest first, of one tenant or
-    (None) of every tenant."""
+def feed(
+    engine: Any, tenant: str | None, since: str, until: str, limit: int, before_row: int = 0
+) -> list[Change]:
+    """Up to `limit` changes with `since <= at < until` (and those at `until` whose
+    row_id is below `before_row`), newest first, of one tenant or (None) of every tenant."""
     with engine.reading() as conn:
-        rows = engine.changes.feed(conn, tenant, since, until, limit)
+        rows = engine.changes.feed(conn, tenant, since, until, limit, before_row)
     return [_change(*row) for row in rows]
 
 

@@ -11,36 +11,58 @@ from sgam_store.core.models import Fact
 from sgam_store.ledger import row_to_fact
 
 
-def tenants(engine: Any, after: str, limit: int) -> list[str]:
-    """Up to `limit` tenants holding a current fact, in order, after `after` ("": from the
-    first)."""
+def tenants(
+    engine: Any, after: str, limit: int, at: str | None = None, known_at: str | None = None
+) -> list[str]:
+    """Up to `limit` tenants holding a current fact (or, with `at`, one visible at `at`
+    as believed at `known_at`), in order, after `after` ("": from the first)."""
     now, found = clock.utc_now(), []
     with engine.reading() as conn:
         while len(found) < limit:
-            name = engine.counts.next_tenant(conn, found[-1] if found else after, now)
+            last = found[-1] if found else after
+            if at is None:
+                name = engine.counts.next_tenant(conn, last, now)
+            else:
+                name = engine.counts.next_tenant_at(conn, last, at, known_at)
             if name is None:
                 break
             found.append(name)
     return found
 
 
-def namespaces(engine: Any, tenant: str, after: str, limit: int) -> list[str]:
-    """Up to `limit` namespaces (stored text) of `tenant` holding a current fact, in
+def namespaces(
+    engine: Any,
+    tenant: str,
+    after: str,
+    limit: int,
+    at: str | None = None,
+    known_at: str | None = None,
+    within: tuple[str, str] | None = None,
+) -> list[str]:
+    """Up to `limit` namespaces (stored text) of `tenant` holding a current fact (or, with
+    `at`, one visible then; `within`: the text range holding the tenant's namespaces), in
     order, after `after` ("": from the first)."""
     now, found = clock.utc_now(), []
     with engine.reading() as conn:
         while len(found) < limit:
-            name = engine.counts.next_namespace(conn, tenant, found[-1] if found else after, now)
+            last = found[-1] if found else after
+            if at is None:
+                name = engine.counts.next_namespace(conn, tenant, last, now)
+            else:
+                name = engine.counts.next_namespace_at(conn, tenant, last, at, known_at, within)
             if name is None:
                 break
             found.append(name)
     return found
 
 
-def capped_totals(engine: Any, cap: int) -> dict[str, int]:
-    """Current facts and episodes, each counted up to `cap` (`cap` + 1: more)."""
+def capped_totals(engine: Any, cap: int, tenant: str | None = None) -> dict[str, int]:
+    """Current facts and episodes (of the store, or of `tenant`), each counted up to `cap`
+    (`cap` + 1: more)."""
     with engine.reading() as conn:
-        return {what: engine.counts.capped(conn, what, cap) for what in ("facts", "episodes")}
+        return {
+            what: engine.counts.capped(conn, what, cap, tenant) for what in ("facts", "episodes")
+        }
 
 
 def namespace_page(engine: Any, namespace: str, limit: int, offset: int) -> list[Fact]:

@@ -222,13 +222,14 @@ def _namespace_members(store: SGAMStore, new: Fact) -> list[Fact] | None:
 
 
 def pending_reviews(
-    store: SGAMStore, tenant_id: str | None = None, *, limit: int = BATCH
+    store: SGAMStore, tenant_id: str | None = None, *, limit: int = BATCH, after: int = 0
 ) -> tuple[list[Review], list[Dismissal]]:
-    """The queued memories with their candidates, and those with nothing to decide, each
-    with the reason (no longer current, alone in its namespace, nothing close enough)."""
+    """The queued memories (the oldest `limit` after fact `after`) with their candidates,
+    and those with nothing to decide, each with the reason (no longer current, alone in
+    its namespace, nothing close enough)."""
     with store.engine.tenant_scope(tenant_id):  # row security: that tenant's queue
         reviews, idle = [], []
-        for fact_id, new in _queued(store, tenant_id, limit):
+        for fact_id, new in _queued(store, tenant_id, limit, after):
             if new is None:
                 idle.append(Dismissal(fact_id, NOT_CURRENT))
                 continue
@@ -240,12 +241,14 @@ def pending_reviews(
         return reviews, idle
 
 
-def _queued(store: SGAMStore, tenant_id: str | None, limit: int) -> list[tuple[int, Fact | None]]:
-    """The oldest `limit` queued memories: (fact_id, its current fact, or None when it is
-    no longer current)."""
+def _queued(
+    store: SGAMStore, tenant_id: str | None, limit: int, after: int = 0
+) -> list[tuple[int, Fact | None]]:
+    """The oldest `limit` queued memories after fact `after`: (fact_id, its current fact,
+    or None when it is no longer current)."""
     store.engine.ensure_ready()
     with store.engine.reading() as conn:
-        queued = store.engine.supersession.queued(conn, tenant_id, limit)
+        queued = store.engine.supersession.queued(conn, tenant_id, limit, after)
         rows = [store.engine.versions.latest_of(conn, fact_id) for fact_id, _ in queued]
     found = []
     for (fact_id, _), row in zip(queued, rows, strict=True):
@@ -265,14 +268,15 @@ class Queued:
 
 
 def review_queue(
-    store: SGAMStore, tenant_id: str, *, limit: int = BATCH
+    store: SGAMStore, tenant_id: str, *, limit: int = BATCH, after: int = 0
 ) -> tuple[list[Queued], list[Dismissal]]:
     """`pending_reviews` without its searches: what waits, with the candidates that need
     no search. Its reads follow `limit` (index lookups per memory), never the size of a
-    namespace or tenant, so the inspector can show a queue of any depth."""
+    namespace or tenant, and `after` (the last fact id a page showed) starts the next
+    page by a seek, so the inspector can page through a queue of any depth."""
     with store.engine.tenant_scope(tenant_id):
         waiting, idle = [], []
-        for fact_id, new in _queued(store, tenant_id, limit):
+        for fact_id, new in _queued(store, tenant_id, limit, after):
             members = None if new is None else _namespace_members(store, new)
             if new is None:
                 idle.append(Dismissal(fact_id, NOT_CURRENT))
@@ -444,14 +448,17 @@ class Decided:
     old: Fact | None
 
 
-def recent_decisions(store: SGAMStore, tenant_id: str, *, limit: int = BATCH) -> list[Decided]:
-    """The tenant's review decisions, newest first, at most `limit`, each with its two
-    memories: one read of the decisions and one lookup by id per memory, so the cost
-    follows `limit`, not the tenant's ledger (the inspector's review page)."""
+def recent_decisions(
+    store: SGAMStore, tenant_id: str, *, limit: int = BATCH, before: int | None = None
+) -> list[Decided]:
+    """The tenant's review decisions older than decision `before` (None: from the
+    newest), newest first, at most `limit`, each with its two memories: one read of the
+    decisions and one lookup by id per memory, so the cost follows `limit`, not the
+    tenant's ledger (the inspector's review page, a page at a time)."""
     with store.engine.tenant_scope(tenant_id):
         store.engine.ensure_ready()
         with store.engine.reading() as conn:
-            rows = store.engine.supersession.of_tenant(conn, tenant_id, limit)
+            rows = store.engine.supersession.of_tenant(conn, tenant_id, limit, before)
             decisions = [SupersessionDecision.from_row(r) for r in rows]
             ids = {i for d in decisions for i in (d.new_fact_id, d.old_fact_id)}
             latest = {i: store.engine.versions.latest_of(conn, i) for i in sorted(ids)}

@@ -27,6 +27,7 @@ from sgam_store.managers.supersession import (
     review_queue,
 )
 from sgam_store.ui.params import (
+    MAX_PAGE,
     MAX_PER_PAGE,
     BadParameter,
     Paging,
@@ -47,7 +48,7 @@ SUBJECTS_CAP = 20  # each tenant's subjects, on the tenants page, are counted th
 TOTALS_CAP = 10_000  # the store's current facts and episodes are counted this far
 EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
-DECISIONS = 50  # the review page shows the tenant's latest decisions, at most this many
+DECISIONS = 50  # decisions a review page shows unless ?per_page= says otherwise
 DECISIONS_LOOKUP = 10_000  # an undo finds its decision among this many of the latest
 
 
@@ -93,33 +94,33 @@ class Inspector:
         layout = self.store.layout
         return layout.relative(layout.fact_namespace(tenant, subject))
 
-    def current_keys(self, tenant: str, subjects: list[str], when: When) -> dict[str, int]:
-        """How many keys each subject holds now (from an index, no values read); nothing
-        at another instant, whose listing a current total would not match."""
+    def current_keys(self, tenant: str, subjects: list[str], when: When) -> dict[str, int | str]:
+        """How many keys each subject holds now, each counted up to COUNT_CAP (from an
+        index, no values read: a bounded read per subject, "200+" beyond); nothing at
+        another instant, whose listing a current total would not match."""
         if not when.now or not subjects:
             return {}
-        return self.store.for_tenant(tenant).count_keys(tenant, subjects)
+        counted = self.store.for_tenant(tenant).count_keys(tenant, subjects, cap=COUNT_CAP)
+        return {subject: capped(n, COUNT_CAP) for subject, n in counted.items()}
 
-    def tenant_totals(self, tenant: str) -> dict[str, int | None]:
-        """A confined app's counts, its tenant's alone (its current keys, from the count
-        index); it has no episode count to show, so none."""
-        listed = self.store.for_tenant(tenant).list_namespaces(limit=2**62)
-        subjects = [self.subject_of(tenant, ns) for ns in listed]
-        keys = self.current_keys(tenant, subjects, When())
-        return {"tenants": 1, "current_facts": sum(keys.values()), "episodes": None}
+    def tenant_totals(self, tenant: str) -> dict[str, int | str | None]:
+        """A confined app's counts, its tenant's alone, each counted up to TOTALS_CAP
+        (`capped_totals` of the tenant, through indexes led by tenant_id): store-wide
+        figures would tell it about the others, and a listing of all the tenant's
+        subjects would grow with them."""
+        counted = self.store.capped_totals(TOTALS_CAP, tenant_id=tenant)
+        return {
+            "tenants": 1,
+            "current_facts": capped(counted["facts"], TOTALS_CAP),
+            "episodes": capped(counted["episodes"], TOTALS_CAP),
+        }
 
-    def tenants(self, when: When) -> list[str]:
-        """Every tenant with facts visible at `when` (namespace labels only)."""
-        if self.tenant is not None:
-            return [self.tenant]
-        store = (
-            self.store
-            if when.now
-            else self.store.as_of(when.valid_at or datetime.now(UTC), when.known_at)
-        )
-        depth = self.store.tenant_at + 1
-        found = store.list_namespaces(max_depth=depth, limit=2**62)
-        return sorted({ns[depth - 1] for ns in found if len(ns) == depth})
+    def instant(self, when: When) -> dict[str, str | None]:
+        """`tenant_names`/`subject_names` arguments for `when`: none for now; else valid
+        time (default now, as `view` takes it) and belief time."""
+        if when.now:
+            return {}
+        return {"at": when.valid_at or clock.utc_now(), "known_at": when.known_at}
 
 
 def shown(value: Any) -> str:
@@ -163,12 +164,6 @@ def fact_json(fact: Fact | Change) -> dict[str, Any]:
     return {name: fact.value if name == "value" else dumped[name] for name in fields}
 
 
-def page_slice(names: list[str], paging: Paging) -> dict[str, Any]:
-    """One page of an in-memory list of names (namespace labels, never values)."""
-    rows = names[paging.offset : paging.offset + paging.per_page]
-    return {"rows": rows, "total": len(names), "has_next": paging.offset + len(rows) < len(names)}
-
-
 class Page:
     """A page: `data()` is its JSON form and its template's context."""
 
@@ -185,9 +180,9 @@ class Page:
 
 
 class TenantsPage(Page):
-    """The tenants, a page at a time. Now, the names are read by index seeks (one per
-    name, `tenant_names`), each tenant's subjects counted up to SUBJECTS_CAP the same way,
-    and the totals counted up to TOTALS_CAP; at another instant, from the listing."""
+    """The tenants, a page at a time: the names read by index seeks (one per name,
+    `tenant_names`, now or at the page's instant), each tenant's subjects counted up to
+    SUBJECTS_CAP the same way, and the totals counted up to TOTALS_CAP."""
 
     template = "tenants.html"
     title = "Tenants"
@@ -195,13 +190,14 @@ class TenantsPage(Page):
     def data(self) -> dict[str, Any]:
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        store, now = self.app.store, self.when.now
-        if self.app.tenant is None and now:
-            rows, has_next, total = name_page(lambda n: store.tenant_names(limit=n), paging, needle)
-        else:
-            names = [t for t in self.app.tenants(self.when) if needle.lower() in t.lower()]
-            page = page_slice(names, paging)
-            rows, has_next, total = page["rows"], page["has_next"], page["total"]
+        store, when = self.app.store, self.app.instant(self.when)
+        if self.app.tenant is None:
+            rows, has_next, total = name_page(
+                lambda n: store.tenant_names(limit=n, **when), paging, needle
+            )
+        else:  # confined: its one tenant, whatever the instant
+            confined = [self.app.tenant]
+            rows, has_next, total = name_page(lambda n: confined, paging, needle)
         return {
             "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
             "total": total,
@@ -211,9 +207,9 @@ class TenantsPage(Page):
             "totals": self._totals(total),
         }
 
-    def _totals(self, tenants: int) -> dict[str, int | str | None]:
+    def _totals(self, tenants: int | str) -> dict[str, int | str | None]:
         """The store's counts, each up to TOTALS_CAP; a confined app's are its tenant's
-        alone (`Inspector.totals`): store-wide figures would tell it about the others."""
+        alone (`Inspector.tenant_totals`): store-wide figures would tell it about the others."""
         if self.app.tenant is not None:
             return self.app.tenant_totals(self.app.tenant)
         counted = self.app.store.capped_totals(TOTALS_CAP)
@@ -224,15 +220,14 @@ class TenantsPage(Page):
         }
 
     def _subjects(self, tenant: str) -> int | str:
-        if self.when.now:
-            found = self.app.store.subject_names(tenant, limit=SUBJECTS_CAP + 1)
-            return capped(len(found), SUBJECTS_CAP)
-        return len(self.app.view(tenant, self.when).list_namespaces(limit=2**62))
+        when = self.app.instant(self.when)
+        found = self.app.store.subject_names(tenant, limit=SUBJECTS_CAP + 1, **when)
+        return capped(len(found), SUBJECTS_CAP)
 
 
 class SubjectsPage(Page):
-    """A tenant's subjects, a page at a time: now, read by index seeks (`subject_names`)
-    and counted up to COUNT_CAP; at another instant, from the listing."""
+    """A tenant's subjects, a page at a time: read by index seeks (`subject_names`, now or
+    at the page's instant) and counted up to COUNT_CAP."""
 
     template = "subjects.html"
     title = "Subjects"
@@ -241,16 +236,10 @@ class SubjectsPage(Page):
         tenant = self.app.tenant_of(self.query)
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        if self.when.now:
-            store = self.app.store
-            rows, has_next, total = name_page(
-                lambda n: store.subject_names(tenant, limit=n), paging, needle
-            )
-        else:
-            listed = self.app.view(tenant, self.when).list_namespaces(limit=2**62)
-            subjects = (self.app.subject_of(tenant, ns) for ns in listed)
-            page = page_slice([s for s in subjects if needle.lower() in s.lower()], paging)
-            rows, has_next, total = page["rows"], page["has_next"], page["total"]
+        store, when = self.app.store, self.app.instant(self.when)
+        rows, has_next, total = name_page(
+            lambda n: store.subject_names(tenant, limit=n, **when), paging, needle
+        )
         return {
             "tenant": tenant,
             "filter": needle,
@@ -593,7 +582,11 @@ def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class ReviewPage(Page):
     """The supersession queue with the candidates a review would show, and the past
-    decisions with their evidence and reason (undo is a POST, with writes enabled).
+    decisions with their evidence and reason (undo is a POST, with writes enabled). Each
+    list pages by keyset: the queue oldest first from the last fact id a page showed
+    (`queue_after`), the decisions newest first from the last decision id
+    (`decisions_before`), so a page deep in either reads its rows, never those before.
+    `limit` is the queue's page size, `per_page` the decisions'.
 
     Read-only, a memory of a large namespace lists no candidates but the search a review
     runs for them (`search`: its query and prefix), so the page costs index lookups per
@@ -605,17 +598,42 @@ class ReviewPage(Page):
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
         limit = number(self.query, "limit", QUEUE_SHOWN, 1, MAX_PER_PAGE)
-        store = self.app.store
-        if self.app.allow_writes:
-            reviews, _ = pending_reviews(store, tenant, limit=limit)
-            waiting = [Queued(r.new, r.candidates) for r in reviews]
-        else:
-            waiting, _ = review_queue(store, tenant, limit=limit)
+        after = number(self.query, "queue_after", 0, 0, 2**62)
+        before = number(self.query, "decisions_before", 0, 0, 2**62) or None
+        shown = number(self.query, "per_page", DECISIONS, 1, MAX_PER_PAGE)
+        waiting, cut = self._waiting(tenant, limit, after)
+        decisions = tenant_decisions(self.app.store, tenant, shown + 1, before)
+        more = len(decisions) > shown
+        decisions = decisions[:shown]
         return {
             "tenant": tenant,
+            "limit": limit,
             "queue": [self._queued(tenant, q) for q in waiting],
-            "decisions": tenant_decisions(store, tenant, DECISIONS),
+            "queue_after": after,
+            "queue_page": number(self.query, "queue_page", 1, 1, MAX_PAGE),
+            "queue_next": cut,
+            "decisions": decisions,
+            "per_page": shown,
+            "decisions_before": before,
+            "decisions_page": number(self.query, "decisions_page", 1, 1, MAX_PAGE),
+            "decisions_next": decisions[-1]["decision_id"] if more else None,
         }
+
+    def _waiting(self, tenant: str, limit: int, after: int) -> tuple[list[Queued], int | None]:
+        """The queue's page after fact `after`: the memories waiting among the next
+        `limit` queued (one more is read, to know whether another page follows), and the
+        fact id the next page starts after (None: this is the last)."""
+        store = self.app.store
+        if self.app.allow_writes:
+            reviews, idle = pending_reviews(store, tenant, limit=limit + 1, after=after)
+            waiting = [Queued(r.new, r.candidates) for r in reviews]
+        else:
+            waiting, idle = review_queue(store, tenant, limit=limit + 1, after=after)
+        read = sorted([q.new.fact_id for q in waiting] + [d.fact_id for d in idle])
+        if len(read) <= limit:
+            return waiting, None
+        cut = read[limit - 1]
+        return [q for q in waiting if q.new.fact_id <= cut], cut
 
     def _queued(self, tenant: str, queued: Queued) -> dict[str, Any]:
         new = queued.new
@@ -633,14 +651,15 @@ class ReviewPage(Page):
 
 
 def tenant_decisions(
-    store: SGAMStore, tenant: str, limit: int = DECISIONS_LOOKUP
+    store: SGAMStore, tenant: str, limit: int = DECISIONS_LOOKUP, before: int | None = None
 ) -> list[dict[str, Any]]:
-    """The tenant's latest `limit` review decisions, newest first, each with the keys of
-    its two memories (`recent_decisions`: read by decision, not by fact). The review page
-    shows DECISIONS; an undo looks its decision up among DECISIONS_LOOKUP."""
+    """The tenant's latest `limit` review decisions older than decision `before` (None:
+    from the newest), newest first, each with the keys of its two memories
+    (`recent_decisions`: read by decision, not by fact). The review page shows
+    DECISIONS a page; an undo looks its decision up among DECISIONS_LOOKUP."""
     return [
         {**vars(d.decision), "new": _key(d.new), "old": _key(d.old)}
-        for d in recent_decisions(store, tenant, limit=limit)
+        for d in recent_decisions(store, tenant, limit=limit, before=before)
     ]
 
 
@@ -683,8 +702,10 @@ class EpisodePage(Page):
 
 
 class ChangesPage(Page):
-    """What changed: the tenant's change feed (`changes`), newest first; "as believed
-    at" ends it there, unless `until` says otherwise."""
+    """What changed: the tenant's change feed (`changes`), newest first, a page at a time;
+    "as believed at" ends it there, unless `until` says otherwise. The next page starts
+    below the last entry shown, (`before_at`, `before_row`): a keyset the feed's indexes
+    seek, so a page deep in the feed reads its rows, not those of the pages before."""
 
     template = "changes.html"
     title = "What changed"
@@ -694,10 +715,23 @@ class ChangesPage(Page):
         since = instant(self.query, "since") or EPOCH
         until = instant(self.query, "until") or self.when.known_at  # what was known then
         limit = number(self.query, "limit", 100, 1, MAX_PER_PAGE)
+        below = instant(self.query, "before_at")
+        below_row = number(self.query, "before_row", 0, 0, 2**62) if below else 0
         view = self.app.store.for_tenant(tenant)
-        found = view.changes(since, until=until, limit=limit)
-        rows = [{**fact_json(c), "shown_value": shown(c.value)} for c in found]
-        return {"tenant": tenant, "since": since, "until": until, "limit": limit, "rows": rows}
+        found = view.changes(
+            since, until=below or until, limit=limit + 1, before_row_id=below_row or None
+        )
+        rows = [{**fact_json(c), "shown_value": shown(c.value)} for c in found[:limit]]
+        last = found[limit - 1] if len(found) > limit else None
+        return {
+            "tenant": tenant,
+            "since": since,
+            "until": until,
+            "limit": limit,
+            "rows": rows,
+            "page_number": number(self.query, "page", 1, 1, MAX_PAGE),
+            "next": None if last is None else {"before_at": last.at, "before_row": last.row_id},
+        }
 
 
 PAGES: dict[str, Callable[[Inspector, Mapping[str, str]], Page]] = {

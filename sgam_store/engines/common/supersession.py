@@ -32,14 +32,19 @@ def enqueue(d: Dialect, cur: Any, facts: list[tuple[int, str]], at: str) -> None
     )
 
 
-def queued(d: Dialect, conn: Any, tenant: str | None, limit: int) -> list[tuple[int, str]]:
-    """(fact_id, tenant_id) of the oldest queued memories, of one tenant or any."""
-    where, params = ("WHERE tenant_id = ?", (tenant,)) if tenant is not None else ("", ())
+def queued(
+    d: Dialect, conn: Any, tenant: str | None, limit: int, after: int = 0
+) -> list[tuple[int, str]]:
+    """(fact_id, tenant_id) of the oldest queued memories after fact `after` (0: from the
+    first), of one tenant or any: a page of a deep queue is a seek from the last fact id
+    the page before showed (supersession_queue_tenant), not an offset read past."""
+    where, params = ("AND tenant_id = ?", (tenant,)) if tenant is not None else ("", ())
     rows = conn.execute(
         d.sql(
-            f"SELECT fact_id, tenant_id FROM supersession_queue {where} ORDER BY fact_id LIMIT ?"
+            "SELECT fact_id, tenant_id FROM supersession_queue "
+            f"WHERE fact_id > ? {where} ORDER BY fact_id LIMIT ?"
         ),
-        (*params, limit),
+        (after, *params, limit),
     ).fetchall()
     return [(fid, t) for fid, t in rows]
 
@@ -84,15 +89,18 @@ def mark_undone(d: Dialect, cur: Any, decision_id: int, at: str) -> None:
     cur.execute(sql, (at, decision_id))
 
 
-def of_tenant(d: Dialect, conn: Any, tenant: str, limit: int) -> list[tuple[Any, ...]]:
-    """A tenant's decisions, newest first, at most `limit`: read from the decisions
-    table alone (newest id first, stopping at `limit`), never from the tenant's facts."""
+def of_tenant(
+    d: Dialect, conn: Any, tenant: str, limit: int, before: int | None = None
+) -> list[tuple[Any, ...]]:
+    """A tenant's decisions older than decision `before` (None: from the newest), newest
+    first, at most `limit`: read from the decisions table alone (by id, downward from the
+    cursor, stopping at `limit`), never from the tenant's facts."""
     rows = conn.execute(
         d.sql(
             f"SELECT {DECISION_COLUMNS} FROM supersession_decisions WHERE tenant_id = ? "
-            "ORDER BY decision_id DESC LIMIT ?"
+            "AND decision_id < ? ORDER BY decision_id DESC LIMIT ?"
         ),
-        (tenant, limit),
+        (tenant, 2**62 if before is None else before, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
 

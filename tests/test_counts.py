@@ -12,7 +12,8 @@ from sgam_store.engines.common import counts
 from sgam_store.engines.common.dialect import SQLITE
 
 ENGINES = ("sqlite", "postgres")
-TTL = {"default_ttl": 0.0005, "refresh_on_read": False}  # 30 ms
+# One second: long enough that a loaded machine counts "brief" before it expires.
+TTL = {"default_ttl": 1 / 60, "refresh_on_read": False}
 
 
 def listed(store: SGAMStore, tenant: str, subject: str) -> int:
@@ -27,11 +28,11 @@ def test_counts_equal_the_current_keys_a_listing_shows(target: str) -> None:
             store.put(("acme", "mira"), f"k{n}", {"v": n}, ttl=None)
         store.put(("acme", "mira"), "k0", {"v": "again"}, ttl=None)  # a new version
         store.delete(("acme", "mira"), "k1")
-        store.put(("acme", "mira"), "brief", {"v": "soon gone"})  # the default 30 ms TTL
+        store.put(("acme", "mira"), "brief", {"v": "soon gone"})  # the default one-second TTL
         store.put(("acme", "kim"), "k0", {"v": 0}, ttl=None)
         store.put(("zeta", "mira"), "other", {"v": 1}, ttl=None)  # another tenant's
         assert store.count_keys("acme", ["mira", "kim"]) == {"mira": 5, "kim": 1}
-        time.sleep(0.05)  # "brief" expires; no sweep has closed it
+        time.sleep(1.1)  # "brief" expires; no sweep has closed it
         found = store.count_keys("acme", ["mira", "kim", "nobody"])
         assert found == {"mira": 4, "kim": 1, "nobody": 0}
         assert found == {s: listed(store, "acme", s) for s in found}

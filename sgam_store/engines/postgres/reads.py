@@ -245,6 +245,7 @@ def _nearest_sql(tenant: str | None, current: bool, query: str = "%s::vector") -
 
 
 def _nearest_params(query_vec: bytes, n: int, tenant: str | None) -> list[Any]:
+    """`_nearest_sql`'s parameters, in its placeholders' order."""
     return [_vector(query_vec), *([tenant] if tenant is not None else []), n]
 
 

@@ -4,8 +4,8 @@
 walk over them finds few true neighbours (recall 0.37 across 100k facts), whoever walks.
 This run embeds the same workload's texts with the bundled local model and measures
 recall@10 against an exact numpy search, for SGAMStore's PostgreSQL engine (an exact scan
-of up to 20,000 current vectors per scope, an HNSW walk above that) and optionally
-LangGraph's PostgresStore (HNSW, filtered after the walk).
+in every scope since schema v10; `pg_walk_recall.py` measures the HNSW walk it dropped) and
+optionally LangGraph's PostgresStore (HNSW, filtered after the walk).
 
     python benchmarks/pg_recall.py --size 100000                  # about 25 minutes here
     python benchmarks/pg_recall.py --size 20000 --stores sgam

@@ -151,23 +151,6 @@ def test_the_statement_answers_as_the_separate_statements(
             assert first.cosines == pytest.approx(reads.similarities(conn, kw_ids, vec))
 
 
-def test_a_scope_too_large_to_scan_is_left_to_the_separate_statements(
-    store: tuple[SGAMStore, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Over `exact_max` the vector ranking walks the HNSW index: the statement counts
-    the scope, declines (None), and the search still answers as the separate statements."""
-    s, _ = store
-    monkeypatch.setattr(reads, "ALL_TENANTS_EXACT_MAX", 40)
-    monkeypatch.setattr(reads, "_small_seen", {})
-    vec = s._ranker.embed_queries([SearchOp((), query="lunch")])[0]
-    with s.engine.snapshot() as conn:
-        query = reads.keyword_query(conn, ["lunch"], None)
-        assert reads.hybrid_first(conn, None, None, None, (), None, query, vec, 8, 16) is None
-    one = page(s, CASES["all tenants"], "lunch", None)
-    monkeypatch.delattr(reads, "hybrid_first")
-    assert one == page(s, CASES["all tenants"], "lunch", None)
-
-
 def test_optional_features_are_declared_and_offered() -> None:
     """`core.engine.OPTIONAL` names features outside the required interface, each offered
     by some engine: neutral code asks for them with getattr and has a way without."""

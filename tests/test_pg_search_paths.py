@@ -1,9 +1,8 @@
 """How PostgreSQL's searches reach their candidates (`engines/postgres/reads.py`).
 
-Vector search returns the exact nearest facts whichever way it gets them: a scope not seen
-lately is scanned with its size counted in the same statement, one remembered as small is
-scanned plainly, and one larger than `exact_max` is walked through the HNSW index. Each
-is checked against cosine similarity computed here, for a tenant and across tenants.
+Vector search scans exactly in every scope (schema v10 dropped the HNSW index:
+tests/test_pg_vector_scopes.py), checked here against cosine similarity computed here, for
+a tenant and across tenants.
 
 A tenant's keyword query reads the keyword index with the tenant as an index condition
 (schema v7), also after `set_language` rebuilt the column and its index."""
@@ -39,16 +38,7 @@ def exact(embedder: HashEmbeddings, query: str, tenant: str | None) -> dict[str,
     return {f"{t}/k{j}": float(sim) for (t, j), sim in zip(keys, sims, strict=True)}
 
 
-@pytest.mark.parametrize("scan_max", [10_000, 2 * PER_TENANT - 1], ids=["scanned", "walked"])
-def test_vector_search_is_exact_on_every_path(
-    pg_server: str, monkeypatch: pytest.MonkeyPatch, scan_max: int
-) -> None:
-    """With a tenant (60 facts) and all tenants (180) under `exact_max` both are
-    scanned; with it at 119 a tenant is scanned and all tenants are walked. Each search
-    runs twice: the first takes the sized scan, the second what it remembered."""
-    monkeypatch.setattr(reads, "EXACT_SCAN_MAX", scan_max)
-    monkeypatch.setattr(reads, "ALL_TENANTS_EXACT_MAX", scan_max)
-    monkeypatch.setattr(reads, "_small_seen", {})
+def test_vector_search_is_exact_in_a_tenant_and_across_tenants(pg_server: str) -> None:
     embedder = HashEmbeddings(64)
     index = {"dims": 64, "embed": embedder, "fields": ["text"]}
     uri = pg.fresh_database()
@@ -65,14 +55,11 @@ def test_vector_search_is_exact_on_every_path(
             for scope in [*TENANTS, None]:
                 sims = exact(embedder, query, scope)
                 best = sorted(sims.values(), reverse=True)[:10]
-                for _ in range(2):
-                    hits = store.search((scope,) if scope else (), query=query, limit=10)
-                    got = {f"{h.namespace[0]}/{h.key}": h.score for h in hits}
-                    # Each hit at its own similarity, and those the ten best (ties aside).
-                    assert got == pytest.approx({k: sims[k] for k in got}, abs=1e-5)
-                    assert [h.score for h in hits] == pytest.approx(best, abs=1e-5), scope
-    remembered = {key[-1]: small for key, (_, small) in reads._small_seen.items()}
-    assert remembered == {**dict.fromkeys(TENANTS, True), None: scan_max >= 3 * PER_TENANT}
+                hits = store.search((scope,) if scope else (), query=query, limit=10)
+                got = {f"{h.namespace[0]}/{h.key}": h.score for h in hits}
+                # Each hit at its own similarity, and those the ten best (ties aside).
+                assert got == pytest.approx({k: sims[k] for k in got}, abs=1e-5)
+                assert [h.score for h in hits] == pytest.approx(best, abs=1e-5), scope
 
 
 def keyword_plan(uri: str, tenant: str | None) -> str:

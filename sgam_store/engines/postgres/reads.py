@@ -17,25 +17,21 @@ What differs from SQLite, and why:
   not BM25: the order within a query differs from SQLite's. The score a search reports
   is `keyword_coverage`, as on SQLite. `keyword_frequency` counts through the GIN index,
   exactly or up to the cap the common-term cut needs.
-- Vectors: pgvector. A current scope of up to `exact_max` vectors (a tenant's 20,000, all
-  tenants' 5,000) is scanned exactly; a larger one (approximate: recall@10 0.98 on MiniLM
-  vectors of realistic text) walks the HNSW index (current vectors only) with iterative scans, so a
-  tenant filter does not starve the page, and is scanned exactly should the walk stop
-  short. Point-in-time searches scan exactly. There is no k ceiling: `capped` is always False.
+- Vectors: pgvector, scanned exactly in every scope (recall 1.0): a tenant's current
+  vectors through their tenant index, all tenants' whole, a point in time's every version.
+  There is no HNSW walk (schema v10 dropped the index): on realistic memory text, whose
+  sentences repeat, it missed issue 41's recall rule (see `_nearest_sql`). There is no k
+  ceiling: `capped` is always False.
 - Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
 """
 
 from __future__ import annotations
 
-import time
 import unicodedata
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from psycopg.pq import TransactionStatus
 
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, ItemRow, ScopeSignals, StoredKey, latest_per_key
@@ -44,32 +40,6 @@ from sgam_store.engines.common.dialect import POSTGRES, export
 from sgam_store.engines.postgres import connection
 from sgam_store.engines.postgres.filters import filter_sql
 from sgam_store.engines.postgres.versions import F_COLUMNS
-
-# ef_search of a walk: 4 candidates a wanted hit, at least 100. On MiniLM vectors of
-# realistic memory text (benchmarks/pg_walk_recall.py, 13,609 memories of 540 users) a walk
-# over all of them found 0.93-0.95 of the exact top 10 at pgvector's default 40, 0.98 at
-# 100 (two runs).
-EF_SEARCH_MIN = 100
-EF_SEARCH_MAX = 1000  # pgvector's ceiling for hnsw.ef_search
-# A tenant's scope with at most this many current vectors is scanned exactly (recall 1.0),
-# and cheaper than a filtered walk. Measured on this machine with 384-d vectors (k = 64): a
-# tenant's 2,000 in 2.1 ms, where the iterative HNSW walk over 20,000 filtered to that
-# tenant took 15 ms; on MiniLM vectors of realistic text a user of 3,446 memories took
-# 2.7-3.1 ms exactly, 3.2-7.1 ms by the filtered walk (benchmarks/pg_walk_recall.py).
-EXACT_SCAN_MAX = 20_000
-# All tenants' scope is walked past this many current vectors: approximate, within issue
-# 41's rule (recall@10 >= 0.95 against exact on real embeddings). MiniLM vectors of
-# realistic LangMem text, 13,609 memories (benchmarks/pg_walk_recall.py, a loaded 2-core
-# machine, two runs): exact 26-37 ms, the unfiltered walk 3.7-4.0 ms at recall 0.98.
-# Random vectors, which have no neighbourhoods, are no measure of this (recall 0.53-0.70
-# there, whoever walks).
-ALL_TENANTS_EXACT_MAX = 5_000
-
-
-def exact_max(tenant: str | None) -> int:
-    """The most current vectors a scope is scanned exactly with: a tenant's, or all's."""
-    return EXACT_SCAN_MAX if tenant is not None else ALL_TENANTS_EXACT_MAX
-
 
 # The store's text-search configuration, its keyword language (`indexing.set_language`
 # changes both the column and this row in one transaction); an InitPlan evaluated once per
@@ -245,107 +215,38 @@ def nearest(
     conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
 ) -> tuple[Hits, bool, bool]:
     """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
-    has no more; and False (no k ceiling, so never capped). `current`: only current
-    facts' vectors: exactly for a scope of up to `exact_max`, else through the HNSW
-    index; otherwise (point-in-time searches) an exact scan."""
-    vec = _vector(query_vec)
-    found = _current(conn, vec, n, tenant) if current else _scan(conn, vec, n, tenant)
+    has no more; and False (no k ceiling, so never capped). An exact scan, always: of the
+    scope's current vectors (`current`), or of every version's (point-in-time searches).
+    There is no approximate index to walk: see `_nearest_sql`."""
+    found = conn.execute(_nearest_sql(tenant, current), _nearest_params(query_vec, n, tenant))
     hits = sorted(((fid, 1.0 - d) for fid, d in found), key=lambda h: (-h[1], h[0]))
-    return hits, len(found) < n, False
+    return hits, len(hits) < n, False
 
 
-# Whether a scope is small, remembered for SMALL_TTL_S per server and tenant. A scope not
-# seen lately is scanned exactly, at most `exact_max` + 1 of its vectors, with its
-# size counted in the same statement: one round trip, where a count first cost one more
-# for every search of a tenant not seen in 10 s (many tenants, each seldom searched). A stale
-# answer costs time, never results: the walk falls back to the exact scan when it comes
-# back short.
-SMALL_TTL_S = 10.0
-_small_seen: dict[tuple[Any, ...], tuple[float, bool]] = {}
+def _nearest_sql(tenant: str | None, current: bool, query: str = "%s::vector") -> str:
+    """The exact scan of the scope's vectors: the tenant's (through `fact_vectors_tenant`
+    when current) or every tenant's.
+
+    Never an HNSW walk (issue 41): memory text repeats (many users tell an agent the same
+    sentence), and equal texts have equal vectors. In an HNSW graph a group of copies links
+    mostly to itself, and a walk that enters it stays there, whatever `hnsw.ef_search`
+    (pgvector's maintainer: HNSW is not designed for many duplicate vectors, pgvector#837).
+    On MiniLM vectors of bench_table's realistic text, the walk over all tenants found
+    0.57-0.67 of the exact top 10 at 100,000 memories in LangMem's layout (27,223 distinct
+    texts) and 0.88-0.92 in SGAM's (15,833, one 2,528 times), at ef_search 100-1,000, the
+    worst query none (benchmarks/pg_walk_recall.py); issue 41's rule allows an approximate
+    scope only at 0.95. The scan took 13 ms over 100,000 vectors (a loaded machine)."""
+    where = " AND ".join(
+        (["is_current"] if current else []) + (["tenant_id = %s"] if tenant is not None else [])
+    )
+    where = f" WHERE {where}" if where else ""
+    scan = f"SELECT fact_id, embedding <=> {query} AS d FROM fact_vectors{where}"
+    return f"{scan} ORDER BY d LIMIT %s"
 
 
-def _current(conn: Any, vec: bytes, n: int, tenant: str | None) -> list[tuple[int, float]]:
-    """The `n` nearest current vectors of the scope: an exact scan of a small one, else
-    the HNSW walk (an exact scan should the walk come back short)."""
-    # libpq's own fields: `conn.info.dsn` parses the whole connection string (0.4 ms).
-    pg = conn.pgconn
-    key = (pg.host, pg.port, pg.db, tenant)
-    seen = _small_seen.get(key)
-    if seen is None or time.monotonic() - seen[0] >= SMALL_TTL_S:
-        found, small = _sized_scan(conn, vec, n, tenant)
-        _small_seen[key] = (time.monotonic(), small)
-        if small:
-            return found
-    elif seen[1]:
-        return _current_scan(conn, vec, n, tenant)
-    found = _walk(conn, vec, n, tenant)
-    if len(found) < n:
-        # The walk stops after hnsw.max_scan_tuples, possibly before the scope's
-        # vectors run out: an exact scan answers instead.
-        found = _current_scan(conn, vec, n, tenant)
-    return found
-
-
-def _sized_scan(
-    conn: Any, vec: bytes, n: int, tenant: str | None
-) -> tuple[list[tuple[int, float]], bool]:
-    """(`_current_scan`'s answer, True) for a scope of at most `exact_max` current
-    vectors; ([], False) for a larger one, after scanning no more than that. The size is
-    an InitPlan (a bounded count, once per statement); a window count over the scan
-    cost more (1.6 against 0.9 ms for 2,000 vectors)."""
-    where = "is_current" + (" AND tenant_id = %s" if tenant is not None else "")
-    scoped = [tenant] if tenant is not None else []
-    rows = conn.execute(
-        f"SELECT fact_id, d, (SELECT count(*) FROM (SELECT 1 FROM fact_vectors WHERE {where} "
-        "LIMIT %s) AS c) AS size FROM (SELECT fact_id, embedding <=> %s::vector AS d "
-        f"FROM fact_vectors WHERE {where} LIMIT %s) AS scope ORDER BY d LIMIT %s",
-        (*scoped, exact_max(tenant) + 1, vec, *scoped, exact_max(tenant) + 1, n),
-    ).fetchall()
-    if rows and rows[0][2] > exact_max(tenant):
-        return [], False
-    return [(fid, d) for fid, d, _ in rows], True
-
-
-def _walk(conn: Any, vec: bytes, n: int, tenant: str | None) -> list[tuple[int, float]]:
-    """Current vectors by the HNSW index, iterative so rows filtered out are replaced;
-    relaxed order can return hits slightly out of order (the caller re-sorts)."""
-    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors WHERE is_current"
-    params: list[Any] = [vec]
-    if tenant is not None:
-        sql, params = sql + " AND tenant_id = %s", [*params, tenant]
-    ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, 4 * n))
-    # The settings are the transaction's: a search's own (`engine.snapshot`) holds them
-    # already; a savepoint inside it would cost two more round trips.
-    inside = conn.info.transaction_status == TransactionStatus.INTRANS
-    with nullcontext() if inside else conn.transaction():
-        conn.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', %s, true)",
-            (str(ef),),
-        )
-        return conn.execute(f"{sql} ORDER BY d LIMIT %s", (*params, n)).fetchall()
-
-
-def _scan(conn: Any, vec: bytes, n: int, tenant: str | None) -> list[tuple[int, float]]:
-    """Every vector (current or not), exactly: without `is_current` the partial HNSW index
-    does not apply."""
-    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors"
-    params: list[Any] = [vec]
-    if tenant is not None:
-        sql, params = sql + " WHERE tenant_id = %s", [*params, tenant]
-    return conn.execute(f"{sql} ORDER BY d LIMIT %s", (*params, n)).fetchall()
-
-
-def _current_scan(conn: Any, vec: bytes, n: int, tenant: str | None) -> list[tuple[int, float]]:
-    """The scope's current vectors, exactly. The sort is over a subquery's output, which
-    keeps the planner from ordering by the HNSW index (the walk a small scope avoids)."""
-    sql = "SELECT fact_id, embedding <=> %s::vector AS d FROM fact_vectors WHERE is_current"
-    params: list[Any] = [vec]
-    if tenant is not None:
-        sql, params = sql + " AND tenant_id = %s", [*params, tenant]
-    return conn.execute(
-        f"SELECT fact_id, d FROM ({sql} OFFSET 0) AS scope ORDER BY d LIMIT %s", (*params, n)
-    ).fetchall()
+def _nearest_params(query_vec: bytes, n: int, tenant: str | None) -> list[Any]:
+    """`_nearest_sql`'s parameters, in its placeholders' order."""
+    return [_vector(query_vec), *([tenant] if tenant is not None else []), n]
 
 
 def nearest_exact(
@@ -521,25 +422,6 @@ class HybridFirst:
     cosines: dict[int, float]
 
 
-def _vector_source(tenant: str | None, current: bool, sized: bool) -> tuple[str, str]:
-    """(the first-batch vector subquery, a row with the scope's size) as `nearest` would
-    scan: the exact scan of current vectors (`_current_scan`; with `_sized_scan`'s bounded
-    count when the scope's size is not known), or every vector of a point-in-time search
-    (`_scan`)."""
-    where = ("is_current" if current else "TRUE") + (
-        " AND tenant_id = %s" if tenant is not None else ""
-    )
-    scan = f"SELECT fact_id, embedding <=> (SELECT v FROM q) AS d FROM fact_vectors WHERE {where}"
-    size = ""
-    if sized:
-        scan += " LIMIT %s"
-        size = " UNION ALL SELECT 4, NULL, NULL, NULL, count(*) FROM "
-        size += f"(SELECT 1 FROM fact_vectors WHERE {where} LIMIT %s) AS c"
-    elif current:
-        scan += " OFFSET 0"  # keeps the planner off the HNSW index (see _current_scan)
-    return f"SELECT fact_id, d FROM ({scan}) AS s ORDER BY d LIMIT %s", size
-
-
 def hybrid_first(
     conn: Any,
     at: str | None,
@@ -551,25 +433,15 @@ def hybrid_first(
     query_vec: bytes,
     keyword_n: int,
     vector_n: int,
-) -> HybridFirst | None:
+) -> HybridFirst:
     """Hybrid search's first step in one statement (one round trip for four): see
-    `HybridFirst`. None where `nearest` would walk the HNSW index (a current scope
-    larger than `exact_max`): the caller takes the separate statements then.
+    `HybridFirst`. The vector batch is `nearest`'s exact scan.
 
     An optional feature of the statement set (`core.engine.OPTIONAL`): SQLite's vector
     ranking reads the in-process mirror, and its statements are not round trips."""
     current = at is None and known_at is None
-    key = (conn.pgconn.host, conn.pgconn.port, conn.pgconn.db, tenant)
-    seen = _small_seen.get(key) if current else None
-    fresh = seen is not None and time.monotonic() - seen[0] < SMALL_TTL_S
-    if fresh and not seen[1]:  # type: ignore[index]
-        return None
-    sized = current and not fresh
-    vec = _vector(query_vec)
     scoped = [tenant] if tenant is not None else []
-    source, size = _vector_source(tenant, current, sized)
-    vec_params = [*scoped, *([exact_max(tenant) + 1] if sized else []), vector_n]
-    size_params = [*scoped, exact_max(tenant) + 1] if sized else []
+    source = _nearest_sql(tenant, current, "(SELECT v FROM q)")
     kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
     if query is not None:
         kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
@@ -594,25 +466,17 @@ def hybrid_first(
         "SELECT 0, fact_id, r, NULL::float8, NULL::bigint FROM kw "
         "UNION ALL SELECT 1, fact_id, NULL, d, NULL FROM vec "
         "UNION ALL SELECT 2, fact_id, NULL, NULL, row_id FROM ok "
-        f"UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos{size}",
-        (vec, *kw_params, *vec_params, *where_params, *size_params),
+        "UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos",
+        (_vector(query_vec), *kw_params, *scoped, vector_n, *where_params),
     ).fetchall()
-    return _hybrid_answer(rows, key, sized, keyword_n, vector_n)
+    return _hybrid_answer(rows, keyword_n, vector_n)
 
 
-def _hybrid_answer(
-    rows: list[tuple[Any, ...]], key: tuple[Any, ...], sized: bool, keyword_n: int, vector_n: int
-) -> HybridFirst | None:
-    """`hybrid_first`'s rows (kind, fact_id, rank, distance, row_id; kind 4: the scope's
-    size in row_id) in its answer."""
-    parts: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: [], 4: []}
+def _hybrid_answer(rows: list[tuple[Any, ...]], keyword_n: int, vector_n: int) -> HybridFirst:
+    """`hybrid_first`'s rows (kind, fact_id, rank, distance, row_id) in its answer."""
+    parts: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: []}
     for row in rows:
         parts[row[0]].append(row)
-    if sized:
-        small = parts[4][0][4] <= exact_max(key[3])  # key: (host, port, db, tenant)
-        _small_seen[key] = (time.monotonic(), small)
-        if not small:
-            return None
     # Each part in the order its own statement gives (a union promises none).
     keyword = _best_first(parts[0])
     found = parts[1]

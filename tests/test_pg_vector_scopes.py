@@ -1,0 +1,148 @@
+"""PostgreSQL's vector search is exact in every scope (`engines/postgres/reads.py`, issue 41).
+
+Memory text repeats: many users tell an agent the same sentence, and equal texts have
+equal vectors. An HNSW walk that meets a large group of copies stays among them (their
+links point at each other), so it missed the true neighbours beside them. These tests
+build that shape on a real server: hundreds of copies of one text across tenants, a
+tenant whose keys were rewritten many times (their superseded versions near the query),
+and check each page against cosine similarity computed here. Before schema v10 a scope
+larger than its `exact_max` was walked; the tests lower those limits where they exist,
+so the old walk is what they would meet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from langgraph.store.base import PutOp
+
+from sgam_store import SGAMStore
+from sgam_store.engines.postgres import migrations, reads
+from tests import pg
+
+from .conftest import HashEmbeddings
+
+DIMS = 64
+FLOOD = "the very same sentence that every user tells the agent"
+FLOOD_TENANTS = [f"org{t}" for t in range(6)]
+COPIES = 100  # of FLOOD in each flood tenant
+TOPICS = ("travel plans", "billing for kubernetes", "lunch with the team", "hiring a designer")
+QUERIES = ("kubernetes billing", "travel plans in june", "hiring", "team lunch")
+
+
+def note(j: int) -> str:
+    return f"acme note {j} on {TOPICS[j % len(TOPICS)]} and {TOPICS[j * 3 % 4]} draft {j % 7}"
+
+
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scopes above 50 current vectors walk where the engine still has a walk."""
+    for name, value in (("EXACT_SCAN_MAX", 50), ("ALL_TENANTS_EXACT_MAX", 50)):
+        monkeypatch.setattr(reads, name, value, raising=False)
+    monkeypatch.setattr(reads, "_small_seen", {}, raising=False)
+
+
+def open_store(uri: str, embedder: HashEmbeddings, mode: str = "vector") -> SGAMStore:
+    index = {"dims": DIMS, "embed": embedder, "fields": ["text"]}
+    return SGAMStore.from_conn_string(uri, index=index, retrieval={"mode": mode})
+
+
+def load(store: SGAMStore, acme_keys: int, rewrites: int) -> dict[tuple[str, str], str]:
+    """The flood across tenants, then acme's keys, each rewritten `rewrites` times with
+    text near the queries before its current text: {(tenant, key): current text}."""
+    current: dict[tuple[str, str], str] = {}
+    flood = [
+        PutOp((t, "people"), f"f{i}", {"text": FLOOD}) for t in FLOOD_TENANTS for i in range(COPIES)
+    ]
+    store.batch(flood)
+    current.update({(op.namespace[0], op.key): FLOOD for op in flood})
+    for r in range(rewrites):
+        stale = [" ".join(QUERIES) + f" old {r}"] * acme_keys
+        store.batch([PutOp(("acme", "notes"), f"k{j}", {"text": t}) for j, t in enumerate(stale)])
+    store.batch([PutOp(("acme", "notes"), f"k{j}", {"text": note(j)}) for j in range(acme_keys)])
+    current.update({("acme", f"k{j}"): note(j) for j in range(acme_keys)})
+    return current
+
+
+def best(embedder: HashEmbeddings, texts: dict[tuple[str, str], str], query: str) -> list[float]:
+    """The ten best cosine similarities to `query` among `texts`, computed here."""
+    docs = np.array(embedder.embed_documents(list(texts.values())))
+    sims = docs @ np.array(embedder.embed_query(query))
+    return sorted(sims.tolist(), reverse=True)[:10]
+
+
+def check_page(hits: list[Any], texts: dict[tuple[str, str], str], want: list[float]) -> None:
+    """A full page of current versions of the scope, at the exact ten best similarities."""
+    assert len(hits) == len(want)
+    for hit in hits:
+        assert texts[(hit.namespace[0], hit.key)] == hit.value["text"]
+    assert [h.score for h in hits] == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.usefixtures("walked")
+def test_all_tenants_search_finds_the_nearest_beside_a_flood_of_copies(pg_server: str) -> None:
+    embedder = HashEmbeddings(DIMS)
+    with open_store(pg.fresh_database(), embedder) as store:
+        store.setup()
+        current = load(store, acme_keys=40, rewrites=0)
+        for query in QUERIES:
+            want = best(embedder, current, query)
+            for _ in range(2):  # the first search sizes the scope; the second remembers it
+                check_page(store.search((), query=query, limit=10), current, want)
+
+
+@pytest.mark.usefixtures("walked")
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_a_tenants_page_is_its_current_versions_when_neighbours_are_not(
+    pg_server: str, mode: str
+) -> None:
+    """acme's 120 keys were each rewritten 3 times with the queries' own words, and 600
+    copies of one text belong to other tenants: the nearest vectors in the table are
+    superseded versions and other tenants'. acme's page is still its ten nearest current
+    versions, in full."""
+    embedder = HashEmbeddings(DIMS)
+    with open_store(pg.fresh_database(), embedder, mode) as store:
+        store.setup()
+        current = load(store, acme_keys=120, rewrites=3)
+        acme = {ref: text for ref, text in current.items() if ref[0] == "acme"}
+        for query in QUERIES:
+            hits = store.search(("acme",), query=query, limit=10)
+            assert {h.namespace[0] for h in hits} == {"acme"}
+            if mode == "vector":
+                check_page(hits, acme, best(embedder, acme, query))
+            else:
+                assert len(hits) == 10
+                assert all(acme[("acme", h.key)] == h.value["text"] for h in hits)
+
+
+def test_a_version_9_vector_index_is_dropped_and_search_stays_exact(pg_server: str) -> None:
+    """Schema v10 drops the HNSW index v9 built: no statement reads it, every write paid
+    for it."""
+    uri, embedder = pg.fresh_database(), HashEmbeddings(DIMS)
+    with open_store(uri, embedder) as store:
+        store.setup()
+        current = load(store, acme_keys=20, rewrites=0)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SET search_path TO sgam, public")
+        conn.execute(
+            "CREATE INDEX fact_vectors_hnsw ON fact_vectors "
+            "USING hnsw (embedding vector_cosine_ops) WHERE is_current"
+        )
+        conn.execute("UPDATE sgam_meta SET value = '9' WHERE key = 'schema_version'")
+    with open_store(uri, embedder) as store:
+        store.setup()
+        check_page(
+            store.search((), query="hiring", limit=10), current, best(embedder, current, "hiring")
+        )
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SET search_path TO sgam, public")
+        assert conn.execute(
+            "SELECT value FROM sgam_meta WHERE key = 'schema_version'"
+        ).fetchall() == [(str(migrations.LATEST),)]
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'fact_vectors' ORDER BY 1"
+        ).fetchall()
+    assert indexes == [("fact_vectors_fact",), ("fact_vectors_pkey",), ("fact_vectors_tenant",)]

@@ -899,6 +899,19 @@ class SGAMStore(BaseStore):
         with self._tenant_of_ids(tenant):
             return supersession.decisions_touching(self.engine, [fact_id], tenant)
 
+    def key_decisions(
+        self, tenant_id: str, subject: str, attribute: str
+    ) -> list[SupersessionDecision]:
+        """The review decisions naming any version of the key, as the new memory or the
+        old one, oldest first: what `supersession_decisions` tells of each fact, for the
+        whole key in one read."""
+        tenant = self.layout.check_tenant(tenant_id)
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant, subject))
+        namespaces.check_key(attribute, "attribute")
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return supersession.decisions_of_key(self.engine, tenant, ns, attribute)
+
     def _tenant_of_ids(self, tenant_id: str | None) -> Any:
         """A call that names facts by id runs in `tenant_id`'s scope when given, else in
         the scope it was called from (a review run's tenant, or none)."""

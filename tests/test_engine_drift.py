@@ -280,6 +280,10 @@ CASES: list[tuple[Any, ...]] = [
     ("supersession", "namespace_members", ("zeta", "acme.prefs", EPOCH, 10), "none"),
     ("supersession", "of_tenant", ("acme", 10), "decisions"),
     ("supersession", "of_tenant", ("zeta", 10), "none"),
+    ("supersession", "of_key", ("acme", "acme.mira", "city"), "decisions"),  # the new side
+    ("supersession", "of_key", ("acme", "acme.prefs", "k1"), "decisions"),  # an old side
+    ("supersession", "of_key", ("zeta", "acme.mira", "city"), "none"),  # another tenant's
+    ("supersession", "of_key", ("acme", "acme.prefs", "k3"), "none"),
 ]
 
 

@@ -133,6 +133,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "record",
             "by_id",
             "touching",
+            "of_key",
             "mark_undone",
             "namespace_members",
             "of_tenant",

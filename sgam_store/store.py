@@ -1034,15 +1034,28 @@ class SGAMStore(BaseStore):
         counts.update((by_ns[ns], n) for ns, n in found)
         return counts
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]:
         """Every version of the key ever written, in write order: the believed ones
         (`known_to` None) and the retired ones a correction or a close replaced, which
-        `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
+        `history` (one instant's belief) leaves out. What the bitemporal picture draws.
+        `limit` and `offset` read one page of them (a key rewritten hundreds of times)."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
         namespaces.check_key(attribute, "attribute")
+        if limit is not None:
+            _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id):
-            return changes.key_versions(self.engine, ns, attribute)
+            return changes.key_versions(self.engine, ns, attribute, limit, offset)
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> View:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""

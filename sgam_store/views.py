@@ -58,7 +58,15 @@ class ViewedStore(Protocol):
         limit: int = 100,
     ) -> list[Change]: ...
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]: ...
 
     def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]: ...
 
@@ -112,12 +120,21 @@ class View(BaseStore):
         none): a tenant view takes no tenant argument, so it cannot ask for another's."""
         return self.store.changes(since, tenant_id=self.scope.tenant, until=until, limit=limit)
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
-        """`SGAMStore.versions` (every version, whatever the view's instant), refused
-        for a tenant other than a tenant view's own, so `viz` can draw from a view."""
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """`SGAMStore.versions` (every version, or a page of them, whatever the view's
+        instant), refused for a tenant other than a tenant view's own, so `viz` can draw
+        from a view."""
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
-        return self.store.versions(tenant_id, subject, attribute)
+        return self.store.versions(tenant_id, subject, attribute, limit=limit, offset=offset)
 
     def count_keys(self, tenant_id: str, subjects: Sequence[str]) -> dict[str, int]:
         """`SGAMStore.count_keys` (current keys, whatever the view's instant), refused for

@@ -195,6 +195,8 @@ CASES: list[tuple[Any, ...]] = [
     ("changes", "feed", ("acme", EPOCH, FAR, 100)),
     ("changes", "feed", (None, EPOCH, FAR, 5)),
     ("changes", "key_versions", ("acme.prefs", "k1")),
+    ("changes", "key_versions", ("acme.prefs", "k1", 2, 1)),  # a page of them
+    ("changes", "key_versions", ("acme.prefs", "k1", 2, 9), "none"),  # past the end
     ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.nobody"], EPOCH)),
     ("counts", "current_keys", ("zeta", ["acme.prefs"], EPOCH), "none"),
     ("versions", "visible_at", ("acme.prefs", "k1", None, None)),

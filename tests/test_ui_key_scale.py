@@ -1,0 +1,120 @@
+"""The key page of a key rewritten many times (issue 38): one page of its versions, read
+in as many statements whatever the key's length (before: two per version, for its
+review decisions), and its pages together show every version once, picture and table
+alike."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from sgam_store import MemoryFact, SGAMStore, connect
+from sgam_store.ui import create_app
+from sgam_store.ui.pages import stamp
+
+START = datetime(2026, 1, 1, 9, tzinfo=UTC)
+KEY = {"tenant": "acme", "subject": "mira", "attribute": "daily_steps"}
+
+
+def _rewritten(path: Path, times: int) -> None:
+    """A key written `times` times, a day apart, all said in one episode."""
+    with SGAMStore.from_conn_string(str(path), index=None) as store:
+        store.setup()
+        store.record_episode("acme", "steps, daily", source_kind="user_message", episode_id="e1")
+        for day in range(times):
+            store.replace_fact(
+                MemoryFact(
+                    tenant_id="acme",
+                    subject="mira",
+                    attribute="daily_steps",
+                    value=str(1000 + day),
+                    valid_from=START + timedelta(days=day),
+                    source_episode_id="e1",
+                )
+            )
+
+
+@pytest.fixture
+def statements(tmp_path: Path) -> Iterator[Callable[..., int]]:
+    """`statements(times, **params)`: the SQL statements the key page's JSON twin ran,
+    on a store whose key was written `times` times, through one traced connection."""
+    opened = []
+
+    def run(times: int, **params: str) -> int:
+        path = tmp_path / f"{times}.db"
+        if not path.exists():
+            _rewritten(path, times)
+        conn = connect(str(path))
+        store = SGAMStore(conn, index=None)
+        opened.append(store)
+        client = TestClient(create_app(store))
+        assert client.get("/key.json", params={**KEY, **params}).status_code == 200  # warm
+        ran: list[str] = []
+        conn.set_trace_callback(ran.append)
+        assert client.get("/key.json", params={**KEY, **params}).status_code == 200
+        conn.set_trace_callback(None)
+        return len(ran)
+
+    yield run
+    for store in opened:
+        store.close()
+
+
+def test_the_key_page_runs_as_many_statements_for_3_versions_as_for_24(
+    statements: Callable[..., int],
+) -> None:
+    """3 and 24 writes (5 and 47 rows: one page each): no statement per version."""
+    assert statements(24) == statements(3)
+
+
+def test_a_long_keys_pages_run_as_many_statements_as_a_short_key(
+    statements: Callable[..., int],
+) -> None:
+    """200 writes (399 rows): its first page, and a page in the middle, cost what a key
+    of 3 writes costs: the page's rows are read, not the key."""
+    short = statements(3)
+    assert statements(200) == short
+    assert statements(200, page="4") == short
+
+
+def _bars_and_rows(html: str) -> tuple[list[str], list[str]]:
+    bars = re.findall(r'<g class="version [a-z]+" data-fact-id="(\d+)"', html)
+    rows = re.findall(r'<tr data-fact-id="(\d+)"', html)
+    return bars, rows
+
+
+def test_the_pages_of_a_long_key_show_every_version_once(tmp_path: Path) -> None:
+    """Walked page by page, a key written 60 times (119 rows) shows each version once,
+    in write order; each page draws exactly the rows its table lists, and the last page
+    has no next link. A page past the end is a 404."""
+    path = tmp_path / "long.db"
+    _rewritten(path, 60)
+    with SGAMStore.from_conn_string(str(path), index=None) as store:
+        versions = store.versions("acme", "mira", "daily_steps")
+        client = TestClient(create_app(store))
+        seen: list[tuple[int, str]] = []
+        for page in (1, 2, 3):
+            params = {**KEY, "page": str(page)}
+            data = client.get("/key.json", params=params).json()
+            html = client.get("/key", params=params).text
+            bars, rows = _bars_and_rows(html)
+            ids = [str(v["fact_id"]) for v in data["versions"]]
+            assert bars == rows == ids
+            assert data["has_next"] == (page < 3) == ('rel="next"' in html)
+            seen += [(v["fact_id"], v["known_from"]) for v in data["versions"]]
+        assert seen == [(v.fact_id, stamp(v.known_from)) for v in versions]
+        assert client.get("/key.json", params={**KEY, "page": "4"}).status_code == 404
+        assert "versions 51 to 100" in client.get("/key", params={**KEY, "page": "2"}).text
+
+
+def test_a_short_key_has_no_pager(tmp_path: Path) -> None:
+    path = tmp_path / "short.db"
+    _rewritten(path, 3)
+    with SGAMStore.from_conn_string(str(path), index=None) as store:
+        html = TestClient(create_app(store)).get("/key", params=KEY).text
+        assert 'class="pager"' not in html and "versions 1 to" not in html

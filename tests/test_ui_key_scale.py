@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from sgam_store import MemoryFact, SGAMStore, connect
+from sgam_store import MemoryFact, SGAMStore, Verdict, connect
 from sgam_store.ui import create_app
 from sgam_store.ui.pages import stamp
 
+ENGINES = ("sqlite", "postgres")  # the tests taking `store` run on both
 START = datetime(2026, 1, 1, 9, tzinfo=UTC)
 KEY = {"tenant": "acme", "subject": "mira", "attribute": "daily_steps"}
 
@@ -118,3 +119,52 @@ def test_a_short_key_has_no_pager(tmp_path: Path) -> None:
     with SGAMStore.from_conn_string(str(path), index=None) as store:
         html = TestClient(create_app(store)).get("/key", params=KEY).text
         assert 'class="pager"' not in html and "versions 1 to" not in html
+
+
+def test_a_keys_decisions_in_one_read(store: SGAMStore) -> None:
+    """`key_decisions`: what `supersession_decisions` tells of each version of the key,
+    for the whole key at once; another tenant's key of the same name has none."""
+    for tenant in ("acme", "globex"):
+        for day, key in enumerate(("old_a", "old_b", "new_a"), 1):
+            store.replace_fact(
+                MemoryFact(
+                    tenant_id=tenant,
+                    subject="mira",
+                    attribute=key,
+                    value=key,
+                    valid_from=START + timedelta(days=day),
+                    source_episode_id="external:test",
+                )
+            )
+    new, old_a, old_b = (store.fact_at("acme", "mira", k) for k in ("new_a", "old_a", "old_b"))
+    assert new is not None and old_a is not None and old_b is not None
+    verdicts = [
+        Verdict(old_a.fact_id, "supersedes", "restates it", 0.9),
+        Verdict(old_b.fact_id, "independent", "another matter", 0.2),
+    ]
+    made = store.apply_supersession(new.fact_id, verdicts, decided_by="t", tenant_id="acme")
+    assert [d.decision_id for d in store.key_decisions("acme", "mira", "new_a")] == [
+        d.decision_id for d in made
+    ]
+    for key, decision in (("old_a", made[0]), ("old_b", made[1])):
+        by_fact = {
+            d.decision_id
+            for v in store.versions("acme", "mira", key)
+            for d in store.supersession_decisions(v, tenant_id="acme")
+        }
+        assert by_fact == {decision.decision_id}
+        assert store.key_decisions("acme", "mira", key) == [decision]
+    assert store.key_decisions("globex", "mira", "new_a") == []
+    assert store.key_decisions("acme", "mira", "nothing") == []
+
+
+def test_a_page_of_versions_refuses_bad_bounds(store: SGAMStore) -> None:
+    """The store refuses a limit below 1 or a negative offset; the page a page 0."""
+    store.put(("acme", "mira"), "daily_steps", {"value": "1000"})
+    with pytest.raises(ValueError, match="limit"):
+        store.versions("acme", "mira", "daily_steps", limit=0)
+    with pytest.raises(ValueError, match="offset"):
+        store.versions("acme", "mira", "daily_steps", limit=1, offset=-1)
+    assert len(store.versions("acme", "mira", "daily_steps", limit=1, offset=0)) == 1
+    refused = TestClient(create_app(store)).get("/key.json", params={**KEY, "page": "0"})
+    assert refused.status_code == 400 and "page" in refused.json()["error"]

@@ -34,6 +34,7 @@ from langgraph.store.base import (
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import (
+    InvalidEpisodeError,
     InvalidFactError,
     InvalidQueryError,
     InvalidTimestampError,
@@ -809,6 +810,20 @@ class SGAMStore(BaseStore):
         """The episode (text, speaker) behind a fact, or its explicit external marker."""
         with self.engine.tenant_scope(tenant_id):
             return episodes.who_said(self.engine, fact, tenant_id=tenant_id)
+
+    def sources(
+        self, tenant_id: str, source_ids: Sequence[str]
+    ) -> dict[str, episodes.Episode | episodes.ExternalSource]:
+        """Who said each of these sources (facts' `source_episode_id`) in `tenant_id`:
+        its recorded episode (all read in one statement) or its external marker; an id
+        naming neither (never recorded, or erased) is left out. What `who_said` tells of
+        one fact, for a page of facts."""
+        if isinstance(source_ids, str):
+            raise InvalidEpisodeError("source_ids must be a list of source ids, not one string")
+        tenant = self.layout.check_tenant(tenant_id)
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return episodes.sources(self.engine, tenant, list(source_ids))
 
     def apply_updates(
         self,

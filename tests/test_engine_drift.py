@@ -225,6 +225,8 @@ CASES: list[tuple[Any, ...]] = [
     ("episodes", "by_id", ("acme-e1",)),
     ("episodes", "by_id", ("acme-e1", "zeta"), "none"),
     ("episodes", "fact_source", (Nth(7),)),
+    ("episodes", "of_ids", ("acme", ["acme-e1", "B-ep", "zeta-e1", "nobody"]), "set"),
+    ("episodes", "of_ids", ("zeta", ["acme-e1", "B-ep"]), "none"),
     ("supersession", "queued", (None, 100), "keyed"),
     ("supersession", "queued", ("zeta", 2), "keyed"),
     ("erasure", "facts_of", ("acme",), "ids"),

@@ -1,7 +1,7 @@
 """The key page of a key rewritten many times (issue 38): one page of its versions, read
-in as many statements whatever the key's length (before: two per version, for its
-review decisions), and its pages together show every version once, picture and table
-alike."""
+in as many statements whatever the key's length (before: two per version for its review
+decisions, two per message it cites), and its pages together show every version once,
+picture and table alike."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from sgam_store import MemoryFact, SGAMStore, Verdict, connect
+from sgam_store import ExternalSource, MemoryFact, SGAMStore, Verdict, connect
 from sgam_store.ui import create_app
 from sgam_store.ui.pages import stamp
 
@@ -23,11 +23,12 @@ KEY = {"tenant": "acme", "subject": "mira", "attribute": "daily_steps"}
 
 
 def _rewritten(path: Path, times: int) -> None:
-    """A key written `times` times, a day apart, all said in one episode."""
+    """A key written `times` times, a day apart, each said in its own message."""
     with SGAMStore.from_conn_string(str(path), index=None) as store:
         store.setup()
-        store.record_episode("acme", "steps, daily", source_kind="user_message", episode_id="e1")
         for day in range(times):
+            said = f"I walked {1000 + day} steps"
+            store.record_episode("acme", said, source_kind="user_message", episode_id=f"e{day}")
             store.replace_fact(
                 MemoryFact(
                     tenant_id="acme",
@@ -35,7 +36,7 @@ def _rewritten(path: Path, times: int) -> None:
                     attribute="daily_steps",
                     value=str(1000 + day),
                     valid_from=START + timedelta(days=day),
-                    source_episode_id="e1",
+                    source_episode_id=f"e{day}",
                 )
             )
 
@@ -111,6 +112,11 @@ def test_the_pages_of_a_long_key_show_every_version_once(tmp_path: Path) -> None
         assert seen == [(v.fact_id, stamp(v.known_from)) for v in versions]
         assert client.get("/key.json", params={**KEY, "page": "4"}).status_code == 404
         assert "versions 51 to 100" in client.get("/key", params={**KEY, "page": "2"}).text
+        # As believed before its first write the key did not exist, whichever page is asked.
+        before = {**KEY, "page": "2", "known_at": "2000-01-01"}
+        assert client.get("/key.json", params=before).status_code == 404
+        believed = client.get("/key.json", params={**before, "known_at": "2999-01-01"})
+        assert believed.status_code == 200
 
 
 def test_a_short_key_has_no_pager(tmp_path: Path) -> None:
@@ -168,3 +174,29 @@ def test_a_page_of_versions_refuses_bad_bounds(store: SGAMStore) -> None:
     assert len(store.versions("acme", "mira", "daily_steps", limit=1, offset=0)) == 1
     refused = TestClient(create_app(store)).get("/key.json", params={**KEY, "page": "0"})
     assert refused.status_code == 400 and "page" in refused.json()["error"]
+
+
+def test_who_said_a_page_of_facts_in_one_read(store: SGAMStore) -> None:
+    """`sources`: each recorded episode of the tenant and each external marker, as
+    `who_said` tells them; an id never recorded, or recorded by another tenant, is left
+    out (the page shows it as missing). One string is refused, not read letter by letter."""
+    store.record_episode("acme", "I moved", source_kind="user_message", episode_id="e1")
+    store.record_episode("globex", "Not yours", source_kind="user_message", episode_id="g1")
+    fact = store.replace_fact(
+        MemoryFact(
+            tenant_id="acme",
+            subject="mira",
+            attribute="city",
+            value="Porto",
+            valid_from=START,
+            source_episode_id="e1",
+        )
+    )
+    found = store.sources("acme", ["e1", "external:crm", "g1", "nobody", "e1"])
+    assert set(found) == {"e1", "external:crm"}
+    assert found["e1"] == store.who_said(fact, tenant_id="acme")
+    marker = found["external:crm"]
+    assert isinstance(marker, ExternalSource) and (marker.kind, marker.ref) == ("external", "crm")
+    assert store.sources("acme", []) == {}
+    with pytest.raises(ValueError, match="list"):
+        store.sources("acme", "e1")

@@ -11,13 +11,13 @@ another tenant.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from markupsafe import Markup
 
-from sgam_store import Episode, EpisodeNotFoundError, Fact, SupersessionDecision
+from sgam_store import Episode, ExternalSource, Fact, SupersessionDecision
 from sgam_store.core import clock
 from sgam_store.managers.supersession import (
     Queued,
@@ -409,7 +409,8 @@ class KeyPage(Page):
             if first.known_from > known_at:
                 raise NotFound(missing)
         known = {f.fact_id: f for f in read}
-        links = Links(store, tenant, subject, attribute, known, by_fact(decided))
+        said = store.sources(tenant, [v.source_episode_id for v in versions])
+        links = Links(store, tenant, subject, attribute, known, by_fact(decided), said)
         last = {v.fact_id: i for i, v in enumerate(versions)}  # a fact's latest row here
         return {
             "tenant": tenant,
@@ -468,12 +469,12 @@ def version_json(
 
 @dataclass
 class Links:
-    """What a key page's rows point at, each looked up once: sources by episode id; the
-    key's decisions (read in one statement) by fact; the keys of the facts a row names,
-    from the rows the page read, else from the decision that named the fact (the change
-    feed at the instant it was recorded: the other memory was revised or closed), else
-    from the key's history, read at most once (a predecessor on another page, or another
-    key's memory that a correction replaced)."""
+    """What a key page's rows point at: who said each (the page's sources, read in one
+    statement), the key's decisions (read in one statement) by fact, and the keys of the
+    facts a row names: from the rows the page read, else from the decision that named
+    the fact (the change feed at the instant it was recorded: the other memory was
+    revised or closed), else from the key's history, read at most once (a predecessor on
+    another page, or another key's memory that a correction replaced)."""
 
     store: SGAMStore
     tenant: str
@@ -481,13 +482,11 @@ class Links:
     attribute: str
     known: dict[int, Fact]
     decided: dict[int, list[SupersessionDecision]]  # by the fact ids each one names
-    said: dict[str, dict[str, Any]] = field(default_factory=dict)
+    said: Mapping[str, Episode | ExternalSource]  # by source id; a missing one is absent
     history_read: bool = False
 
     def source(self, fact: Fact) -> dict[str, Any]:
-        if fact.source_episode_id not in self.said:
-            self.said[fact.source_episode_id] = source_json(self.store, fact, self.tenant)
-        return self.said[fact.source_episode_id]
+        return source_json(self.said.get(fact.source_episode_id))
 
     def replaced(self, fact_id: int) -> dict[str, str] | None:
         """The subject and key of the fact a row replaced."""
@@ -545,12 +544,10 @@ def by_fact(decisions: list[SupersessionDecision]) -> dict[int, list[Supersessio
     return found
 
 
-def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
+def source_json(said: Episode | ExternalSource | None) -> dict[str, Any]:
     """Who said it: the episode's text, speaker and thread, or the external marker; an
-    id naming no recorded episode (never recorded, or erased) is shown as missing."""
-    try:
-        said = store.who_said(fact, tenant_id=tenant)
-    except EpisodeNotFoundError:
+    id naming no recorded episode (never recorded, or erased: None) is shown as missing."""
+    if said is None:
         return {"episode_id": None, "text": None, "kind": "missing"}
     if isinstance(said, Episode):
         return {

@@ -55,6 +55,8 @@ def pages(store: SGAMStore, made: Realistic) -> dict[str, tuple[str, dict[str, A
         "keys": ("/keys", keys),
         "keys p2": ("/keys", {**keys, "page": 2, "per_page": 10}),
         "key (deep)": ("/key", {**keys, "attribute": made.deep_key[1]}),
+        # A page in the middle of its 1,000-odd versions: a page costs its own rows.
+        "key (deep) p10": ("/key", {**keys, "attribute": made.deep_key[1], "page": 10}),
         "key (long)": (
             "/key",
             {"tenant": big, "subject": long_subject, "attribute": made.long_memory[1]},

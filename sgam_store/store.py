@@ -34,6 +34,7 @@ from langgraph.store.base import (
 from sgam_store import ledger
 from sgam_store.core import clock, namespaces, schema_migration
 from sgam_store.core.errors import (
+    InvalidEpisodeError,
     InvalidFactError,
     InvalidQueryError,
     InvalidTimestampError,
@@ -810,6 +811,20 @@ class SGAMStore(BaseStore):
         with self.engine.tenant_scope(tenant_id):
             return episodes.who_said(self.engine, fact, tenant_id=tenant_id)
 
+    def sources(
+        self, tenant_id: str, source_ids: Sequence[str]
+    ) -> dict[str, episodes.Episode | episodes.ExternalSource]:
+        """Who said each of these sources (facts' `source_episode_id`) in `tenant_id`:
+        its recorded episode (all read in one statement) or its external marker; an id
+        naming neither (never recorded, or erased) is left out. What `who_said` tells of
+        one fact, for a page of facts."""
+        if isinstance(source_ids, str):
+            raise InvalidEpisodeError("source_ids must be a list of source ids, not one string")
+        tenant = self.layout.check_tenant(tenant_id)
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return episodes.sources(self.engine, tenant, list(source_ids))
+
     def apply_updates(
         self,
         updates: Iterable[MemoryUpdate | dict[str, Any]],
@@ -898,6 +913,19 @@ class SGAMStore(BaseStore):
         tenant = fact.tenant_id if isinstance(fact, Fact) and tenant_id is None else tenant_id
         with self._tenant_of_ids(tenant):
             return supersession.decisions_touching(self.engine, [fact_id], tenant)
+
+    def key_decisions(
+        self, tenant_id: str, subject: str, attribute: str
+    ) -> list[SupersessionDecision]:
+        """The review decisions naming any version of the key, as the new memory or the
+        old one, oldest first: what `supersession_decisions` tells of each fact, for the
+        whole key in one read."""
+        tenant = self.layout.check_tenant(tenant_id)
+        ns = namespaces.to_text(self.layout.fact_namespace(tenant, subject))
+        namespaces.check_key(attribute, "attribute")
+        self._ensure_ready()
+        with self.engine.tenant_scope(tenant):
+            return supersession.decisions_of_key(self.engine, tenant, ns, attribute)
 
     def _tenant_of_ids(self, tenant_id: str | None) -> Any:
         """A call that names facts by id runs in `tenant_id`'s scope when given, else in
@@ -1056,15 +1084,28 @@ class SGAMStore(BaseStore):
         counts.update((by_ns[ns], n) for ns, n in found)
         return counts
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]:
         """Every version of the key ever written, in write order: the believed ones
         (`known_to` None) and the retired ones a correction or a close replaced, which
-        `history` (one instant's belief) leaves out. What the bitemporal picture draws."""
+        `history` (one instant's belief) leaves out. What the bitemporal picture draws.
+        `limit` and `offset` read one page of them (a key rewritten hundreds of times)."""
         ns = namespaces.to_text(self.layout.fact_namespace(tenant_id, subject))
         namespaces.check_key(attribute, "attribute")
+        if limit is not None:
+            _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         self._ensure_ready()
         with self.engine.tenant_scope(tenant_id):
-            return changes.key_versions(self.engine, ns, attribute)
+            return changes.key_versions(self.engine, ns, attribute, limit, offset)
 
     def as_of(self, valid_at: clock.Timestamp, known_at: clock.Timestamp | None = None) -> View:
         """A read-only BaseStore answering as of `valid_at` (believed at `known_at`)."""

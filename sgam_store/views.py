@@ -59,7 +59,15 @@ class ViewedStore(Protocol):
         before_row_id: int | None = None,
     ) -> list[Change]: ...
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]: ...
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]: ...
 
     def count_keys(
         self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None
@@ -126,12 +134,21 @@ class View(BaseStore):
             before_row_id=before_row_id,
         )
 
-    def versions(self, tenant_id: str, subject: str, attribute: str) -> list[Fact]:
-        """`SGAMStore.versions` (every version, whatever the view's instant), refused
-        for a tenant other than a tenant view's own, so `viz` can draw from a view."""
+    def versions(
+        self,
+        tenant_id: str,
+        subject: str,
+        attribute: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """`SGAMStore.versions` (every version, or a page of them, whatever the view's
+        instant), refused for a tenant other than a tenant view's own, so `viz` can draw
+        from a view."""
         if self.scope.tenant is not None and tenant_id != self.scope.tenant:
             raise TenantScopeError(f"this view is scoped to tenant {self.scope.tenant!r}")
-        return self.store.versions(tenant_id, subject, attribute)
+        return self.store.versions(tenant_id, subject, attribute, limit=limit, offset=offset)
 
     def count_keys(
         self, tenant_id: str, subjects: Sequence[str], *, cap: int | None = None

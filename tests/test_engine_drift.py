@@ -200,6 +200,8 @@ CASES: list[tuple[Any, ...]] = [
     # with a smaller row id come next (every put of _fill is a later instant: at FAR, all).
     ("changes", "feed", ("acme", EPOCH, FAR, 3, Nth(9))),
     ("changes", "feed", ("acme", EPOCH, EPOCH, 3, Nth(9)), "none"),
+    ("changes", "key_versions", ("acme.prefs", "k1", 2, 1)),  # a page of them
+    ("changes", "key_versions", ("acme.prefs", "k1", 2, 9), "none"),  # past the end
     ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.nobody"], EPOCH)),
     ("counts", "current_keys", ("zeta", ["acme.prefs"], EPOCH), "none"),
     ("counts", "current_keys", ("acme", ["acme.prefs", "acme.mira", "acme.x"], EPOCH, 1)),
@@ -229,6 +231,8 @@ CASES: list[tuple[Any, ...]] = [
     ("episodes", "by_id", ("acme-e1",)),
     ("episodes", "by_id", ("acme-e1", "zeta"), "none"),
     ("episodes", "fact_source", (Nth(7),)),
+    ("episodes", "of_ids", ("acme", ["acme-e1", "B-ep", "zeta-e1", "nobody"]), "set"),
+    ("episodes", "of_ids", ("zeta", ["acme-e1", "B-ep"]), "none"),
     ("supersession", "queued", (None, 100), "keyed"),
     ("supersession", "queued", ("zeta", 2), "keyed"),
     ("supersession", "queued", (None, 100, Nth(8)), "keyed"),
@@ -302,6 +306,10 @@ CASES: list[tuple[Any, ...]] = [
     ("supersession", "of_tenant", ("zeta", 10), "none"),
     ("supersession", "of_tenant", ("acme", 10, 2), "decisions"),
     ("supersession", "of_tenant", ("acme", 10, 1), "none"),
+    ("supersession", "of_key", ("acme", "acme.mira", "city"), "decisions"),  # the new side
+    ("supersession", "of_key", ("acme", "acme.prefs", "k1"), "decisions"),  # an old side
+    ("supersession", "of_key", ("zeta", "acme.mira", "city"), "none"),  # another tenant's
+    ("supersession", "of_key", ("acme", "acme.prefs", "k3"), "none"),
 ]
 
 

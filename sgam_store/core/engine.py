@@ -80,7 +80,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
         }
     ),
     "filters": frozenset({"check_filter"}),
-    "episodes": frozenset({"exists", "insert", "by_id", "fact_source", "citing"}),
+    "episodes": frozenset({"exists", "insert", "by_id", "of_ids", "fact_source", "citing"}),
     "candidates": frozenset(
         {
             "pending_matching",
@@ -133,6 +133,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "record",
             "by_id",
             "touching",
+            "of_key",
             "mark_undone",
             "namespace_members",
             "of_tenant",

@@ -75,9 +75,11 @@ def _change(
     )
 
 
-def key_versions(engine: Any, ns: str, attribute: str) -> list[Fact]:
+def key_versions(
+    engine: Any, ns: str, attribute: str, limit: int | None = None, offset: int = 0
+) -> list[Fact]:
     """Every version of a key ever written, believed (`known_to` None) and retired, in
-    the order they were written."""
+    the order they were written (or `limit` of them after the first `offset`)."""
     with engine.reading() as conn:
-        rows = engine.changes.key_versions(conn, ns, attribute)
+        rows = engine.changes.key_versions(conn, ns, attribute, limit, offset)
     return [row_to_fact(r) for r in rows]

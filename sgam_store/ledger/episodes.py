@@ -155,8 +155,10 @@ def insert(engine: Any, cur: Any, episode: Episode) -> None:
 def load(engine: Any, cur: Any, episode_id: str, tenant_id: str | None = None) -> Episode | None:
     """The episode, or None; with `tenant_id`, another tenant's episode is None too."""
     row = engine.episodes.by_id(cur, episode_id, tenant_id)
-    if row is None:
-        return None
+    return None if row is None else _episode(row)
+
+
+def _episode(row: tuple[Any, ...]) -> Episode:
     r = dict(zip(Episode.model_fields, row, strict=True))
     return Episode.model_validate({**r, "metadata": json.loads(r["metadata"])})
 
@@ -228,6 +230,24 @@ def who_said(
             f"{owner!r} nor an external marker {EXTERNAL_PREFIXES}"
         )
     return episode
+
+
+def sources(
+    engine: Any, tenant_id: str, source_ids: list[str]
+) -> dict[str, Episode | ExternalSource]:
+    """Who said each of `source_ids` (facts' sources) in `tenant_id`: the recorded
+    episodes, read in one statement, and the external markers; an id naming neither
+    (never recorded, erased, or another tenant's) is left out."""
+    ids = list(dict.fromkeys(source_ids))
+    found: dict[str, Episode | ExternalSource] = {
+        s: external_source(s) for s in ids if is_external(s)
+    }
+    recorded = [s for s in ids if s not in found]
+    if recorded:
+        with engine.reading() as conn:
+            rows = engine.episodes.of_ids(conn, tenant_id, recorded)
+        found.update((e.episode_id, e) for e in map(_episode, rows))
+    return found
 
 
 def _for(tenant_id: str | None) -> str:

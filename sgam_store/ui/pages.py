@@ -11,13 +11,13 @@ another tenant.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from markupsafe import Markup
 
-from sgam_store import Episode, EpisodeNotFoundError, Fact
+from sgam_store import Episode, ExternalSource, Fact, SupersessionDecision
 from sgam_store.core import clock
 from sgam_store.managers.supersession import (
     Queued,
@@ -360,9 +360,12 @@ class Row(NamedTuple):
 
 
 class KeyPage(Page):
-    """One key: every version the store wrote, the rows its picture draws (retired ones
-    included), each with when its fact was first believed, who said it, and the memories
-    it replaced or was replaced by (a correction written under another key included)."""
+    """One key, a page of its versions at a time in write order: the rows its picture
+    draws (retired ones included), each with when its fact was first believed, who said
+    it, and the memories it replaced or was replaced by (a correction written under
+    another key included). A page reads its own rows (and the one before, where a row's
+    predecessor usually is), the key's decisions in one statement and one source per
+    episode, whatever the key's length: a key rewritten 500 times is not read whole."""
 
     template = "key.html"
     title = "Key"
@@ -371,26 +374,41 @@ class KeyPage(Page):
         tenant = self.app.tenant_of(self.query)
         subject = text(self.query, "subject")
         attribute = text(self.query, "attribute", required=True)
+        paging = Paging.of(self.query)
         store, when = self.app.store, self.when
+        view, key = store.for_tenant(tenant), (tenant, subject, attribute)
+        before = min(paging.offset, 1)  # the row before the page: context, not shown
         try:
-            versions = store.for_tenant(tenant).versions(tenant, subject, attribute)
+            read = view.versions(
+                *key, limit=paging.per_page + before + 1, offset=paging.offset - before
+            )
             shown_fact = store.fact_at(
                 tenant, subject, attribute, at=when.valid_at, known_at=when.known_at
             )
-            history = store.history(tenant, subject, attribute)
+            decided = store.key_decisions(tenant, subject, attribute)
         except ValueError as exc:
             raise BadParameter(str(exc)) from None
+        versions = read[before : before + paging.per_page]
         known_at = None if when.known_at is None else clock.to_utc(when.known_at)
-        if not versions or (known_at and all(v.known_from > known_at for v in versions)):
-            raise NotFound(f"no key {attribute!r} for subject {subject!r}")
-        links = Links(store, tenant, {f.fact_id: f for f in history})
-        last = {v.fact_id: i for i, v in enumerate(versions)}  # a fact's latest row
+        missing = f"no key {attribute!r} for subject {subject!r}"
+        if not versions:
+            raise NotFound(missing if paging.page == 1 else f"no page {paging.page} of versions")
+        if known_at is not None:  # the key's first version, believed from its earliest instant
+            first = read[0] if not paging.offset else view.versions(*key, limit=1)[0]
+            if first.known_from > known_at:
+                raise NotFound(missing)
+        known = {f.fact_id: f for f in read}
+        said = store.sources(tenant, [v.source_episode_id for v in versions])
+        links = Links(store, tenant, subject, attribute, known, by_fact(decided), said)
+        last = {v.fact_id: i for i, v in enumerate(versions)}  # a fact's latest row here
         return {
             "tenant": tenant,
             "subject": subject,
             "attribute": attribute,
             "value": None if shown_fact is None else shown(shown_fact.value),
             "value_fact_id": None if shown_fact is None else shown_fact.fact_id,
+            "paging": vars(paging),
+            "has_next": len(read) > before + paging.per_page,
             "versions": [
                 version_json(v, links, known_at, decisions=last[v.fact_id] == i)
                 for i, v in enumerate(versions)
@@ -433,29 +451,50 @@ def version_json(
         "source": links.source(v),
         "replaced": None
         if v.supersedes_fact_id is None
-        else {"fact_id": v.supersedes_fact_id, **(links.key_of(v.supersedes_fact_id) or {})},
+        else {"fact_id": v.supersedes_fact_id, **(links.replaced(v.supersedes_fact_id) or {})},
         "decisions": links.decisions(v) if decisions else [],
     }
 
 
 @dataclass
 class Links:
-    """What a key's rows point at, each looked up once: sources by episode id, the keys
-    of the facts a row names (this key's history, which holds the other keys' memories
-    it superseded, or the change feed at the instant a decision was recorded)."""
+    """What a key page's rows point at: who said each (the page's sources, read in one
+    statement), the key's decisions (read in one statement) by fact, and the keys of the
+    facts a row names: from the rows the page read, else from the decision that named
+    the fact (the change feed at the instant it was recorded: the other memory was
+    revised or closed), else from the key's history, read at most once (a predecessor on
+    another page, or another key's memory that a correction replaced)."""
 
     store: SGAMStore
     tenant: str
+    subject: str
+    attribute: str
     known: dict[int, Fact]
-    said: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decided: dict[int, list[SupersessionDecision]]  # by the fact ids each one names
+    said: Mapping[str, Episode | ExternalSource]  # by source id; a missing one is absent
+    history_read: bool = False
 
     def source(self, fact: Fact) -> dict[str, Any]:
-        if fact.source_episode_id not in self.said:
-            self.said[fact.source_episode_id] = source_json(self.store, fact, self.tenant)
-        return self.said[fact.source_episode_id]
+        return source_json(self.said.get(fact.source_episode_id))
+
+    def replaced(self, fact_id: int) -> dict[str, str] | None:
+        """The subject and key of the fact a row replaced."""
+        if fact_id not in self.known:
+            named = [d for d in self.decided.get(fact_id, []) if d.old_fact_id == fact_id]
+            found = named and self.key_of(fact_id, named[0].decided_at)
+            if found:
+                return found
+            self._read_history()
+        return self.key_of(fact_id)
+
+    def _read_history(self) -> None:
+        if not self.history_read:
+            self.history_read = True
+            history = self.store.history(self.tenant, self.subject, self.attribute)
+            self.known = {f.fact_id: f for f in history} | self.known
 
     def key_of(self, fact_id: int, at: str | None = None) -> dict[str, str] | None:
-        """The subject and key of a fact, from the history, else from the changes
+        """The subject and key of a fact, from what the page knows, else from the changes
         written at `at` (a decision's instant: the other memory was revised or closed)."""
         if fact_id in self.known:
             fact = self.known[fact_id]
@@ -472,7 +511,7 @@ class Links:
         """The decisions naming the fact, each from its side: "supersedes" the other
         memory when the fact is the new one, "superseded by" it when the old one."""
         out = []
-        for d in self.store.supersession_decisions(fact, tenant_id=self.tenant):
+        for d in self.decided.get(fact.fact_id, []):
             newer = d.new_fact_id == fact.fact_id
             other = d.old_fact_id if newer else d.new_fact_id
             out.append(
@@ -485,12 +524,19 @@ class Links:
         return out
 
 
-def source_json(store: SGAMStore, fact: Fact, tenant: str) -> dict[str, Any]:
+def by_fact(decisions: list[SupersessionDecision]) -> dict[int, list[SupersessionDecision]]:
+    """Each fact's decisions, in their order: those naming it as the new memory or the old."""
+    found: dict[int, list[SupersessionDecision]] = {}
+    for d in decisions:
+        for fact_id in dict.fromkeys((d.new_fact_id, d.old_fact_id)):
+            found.setdefault(fact_id, []).append(d)
+    return found
+
+
+def source_json(said: Episode | ExternalSource | None) -> dict[str, Any]:
     """Who said it: the episode's text, speaker and thread, or the external marker; an
-    id naming no recorded episode (never recorded, or erased) is shown as missing."""
-    try:
-        said = store.who_said(fact, tenant_id=tenant)
-    except EpisodeNotFoundError:
+    id naming no recorded episode (never recorded, or erased: None) is shown as missing."""
+    if said is None:
         return {"episode_id": None, "text": None, "kind": "missing"}
     if isinstance(said, Episode):
         return {
@@ -542,7 +588,6 @@ class SearchPage(Page):
     def _hit(self, tenant: str, explained: Any) -> dict[str, Any]:
         item = explained.item
         subject = self.app.subject_of(tenant, item.namespace)
-        current = self.app.store.fact_at(tenant, subject, item.key)
         return {
             "subject": subject,
             "key": item.key,
@@ -553,8 +598,16 @@ class SearchPage(Page):
             "cosine": explained.cosine,
             "vector_rank": explained.vector_rank,
             "valid_from": stamp(item.updated_at),
-            "current": current is not None and current.valid_from == item.updated_at,
+            "current": self._current(tenant, subject, item),
         }
+
+    def _current(self, tenant: str, subject: str, item: Any) -> bool:
+        """Whether the hit is its key's current version: a search now sees current
+        versions only, so only a hit found at another instant is looked up (one read)."""
+        if self.when.now:
+            return True
+        current = self.app.store.fact_at(tenant, subject, item.key)
+        return current is not None and current.valid_from == item.updated_at
 
 
 def score_sources(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:

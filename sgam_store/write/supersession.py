@@ -152,6 +152,17 @@ def decisions_touching(
     return [d for d in found if tenant_id is None or d.tenant_id == tenant_id]
 
 
+def decisions_of_key(
+    engine: Any, tenant_id: str, ns: str, attribute: str
+) -> list[SupersessionDecision]:
+    """The tenant's decisions naming any version of one key, oldest first, in one
+    statement (a key's page shows them all; `decisions_touching` checks and reads per
+    fact). Another tenant's key has none: the statement is bound to `tenant_id`."""
+    with engine.reading() as conn:
+        rows = engine.supersession.of_key(conn, tenant_id, ns, attribute)
+    return [SupersessionDecision.from_row(r) for r in rows]
+
+
 def _of(tenant_id: str | None) -> str:
     return "" if tenant_id is None else f" for tenant {tenant_id!r}"
 

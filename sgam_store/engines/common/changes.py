@@ -84,14 +84,13 @@ def feed(
     ]
 
 
-def key_versions(d: Dialect, conn: Any, ns: str, attribute: str) -> list[FactRow]:
-    """Every version of a key, believed or retired, in the order they were written."""
-    return [
-        FactRow._make(row)
-        for row in conn.execute(
-            d.sql(
-                f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? ORDER BY row_id"
-            ),
-            (ns, attribute),
-        ).fetchall()
-    ]
+def key_versions(
+    d: Dialect, conn: Any, ns: str, attribute: str, limit: int | None = None, offset: int = 0
+) -> list[FactRow]:
+    """Every version of a key, believed or retired, in the order they were written; or
+    `limit` of them after the first `offset` (a key's page: the facts_versions index
+    walked in row order, so a page of a key rewritten 500 times reads its own rows)."""
+    page = "" if limit is None else " LIMIT ? OFFSET ?"
+    sql = f"SELECT {COLUMNS} FROM facts WHERE namespace = ? AND attribute = ? ORDER BY row_id"
+    params = (ns, attribute) if limit is None else (ns, attribute, limit, offset)
+    return [FactRow._make(row) for row in conn.execute(d.sql(sql + page), params).fetchall()]

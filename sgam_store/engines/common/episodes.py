@@ -50,6 +50,15 @@ def by_id(
     return rows[0] if rows else None
 
 
+def of_ids(d: Dialect, conn: Any, tenant_id: str, episode_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The tenant's episodes among `episode_ids`, rows in `COLUMNS` order, in no order:
+    one statement (primary key seeks) for a page that cites many, never one per id."""
+    sql = d.sql(
+        f"SELECT {COLUMNS} FROM episodes WHERE tenant_id = ? AND {d.in_list('episode_id', 'text')}"
+    )
+    return [tuple(r) for r in conn.execute(sql, (tenant_id, d.as_list(episode_ids))).fetchall()]
+
+
 def fact_source(d: Dialect, cur: Any, fact_id: int) -> tuple[str, str] | None:
     """(tenant_id, source_episode_id) of a fact (any of its versions), or None."""
     sql = d.sql("SELECT tenant_id, source_episode_id FROM facts WHERE fact_id = ? LIMIT 1")

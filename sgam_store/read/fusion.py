@@ -21,17 +21,55 @@ def fused(search: Search, signals: Signals) -> Ranked:
         return signals.keyword
     if not search.hybrid:
         return signals.vector
-    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg)
+    spread_over = (signals.episodes, search.depth) if signals.episodes is not None else None
+    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg, spread_over)
 
 
-def fuse(vector: Ranked, keyword: Ranked, cosine: dict[int, float], cfg: RetrievalConfig) -> Ranked:
-    """The configured fusion of both rankings, scored on the cosine scale."""
+def fuse(
+    vector: Ranked,
+    keyword: Ranked,
+    cosine: dict[int, float],
+    cfg: RetrievalConfig,
+    spread_over: tuple[dict[int, str], int] | None = None,
+) -> Ranked:
+    """The configured fusion of both rankings, scored on the cosine scale; `spread_over`
+    (the candidates' source episodes, and how many of the first hits to spread) where
+    the search diversifies (`spread`)."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     if cfg.fusion == "rrf":
         fused = fuse_rrf(signals, cfg.rrf_k)
     else:
         fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor)
+    if spread_over is not None:
+        fused = spread(fused, *spread_over, cfg.diversity)
     return similarity_scores(fused, cosine, keyword)
+
+
+def spread(
+    fused: list[tuple[int, float, Any]], episodes: dict[int, str], n: int, diversity: float
+) -> list[tuple[int, float, Any]]:
+    """The first `n` of the fused order re-ranked by maximal marginal relevance over
+    source episodes; the rest follow as they were.
+
+    Each pick is the hit with the best (1 - diversity) x its fused score, less diversity
+    when a hit of its episode was picked already: ten near-copies from one conversation
+    no longer crowd a second conversation out of the top ten. A hit whose episode is
+    unknown is its own. Greedy, O(n^2) over n = `depth` (30) hits.
+    """
+    head, rest = fused[:n], fused[n:]
+    seen: set[str] = set()
+    picked: list[tuple[int, float, Any]] = []
+
+    def gain(i: int) -> float:
+        fact_id, score, _ = head[i]
+        return (1 - diversity) * score - diversity * (episodes.get(fact_id) in seen)
+
+    while head:
+        hit = head.pop(max(range(len(head)), key=gain))  # ties: the fused order
+        picked.append(hit)
+        if (episode := episodes.get(hit[0])) is not None:
+            seen.add(episode)
+    return picked + rest
 
 
 def _tie_ranks(ranked: Ranked) -> dict[int, int]:

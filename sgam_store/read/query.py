@@ -64,6 +64,9 @@ class RetrievalConfig:
     `vector_mirror` is how the in-process mirror of current vectors holds them (SQLite;
     read when the store opens): "float32" (exact), "float16" (half the memory, scores
     rounded) or "int8" (a quarter, the best candidates re-ranked on exact floats).
+    `diversity` (in [0, 1), default 0: off) spreads a hybrid search's first `depth` hits
+    over source episodes by maximal marginal relevance (`fusion.spread`): opt-in, for
+    questions whose evidence sits in several conversations.
     """
 
     mode: str = "hybrid"
@@ -76,6 +79,7 @@ class RetrievalConfig:
     threshold: float | None = None
     depth: int = 30
     vector_mirror: str = "float32"
+    diversity: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -89,6 +93,13 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
             )
+        self._check_spread()
+
+    def _check_spread(self) -> None:
+        """A diversity that weighs relevance at all: at 1 the order would ignore the query."""
+        d = self.diversity
+        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+            raise ConfigurationError(f"diversity must be a number in [0, 1): {d!r}")
 
     def _check_fusion_numbers(self) -> None:
         """Weights and depths that rank at all: a negative or NaN weight would turn a

@@ -23,12 +23,15 @@ class Signals:
     """What the stage hands on: the vector and keyword rankings of the candidates, each
     (fact_id, score, row_id) best first, and every candidate's cosine that is known.
     `keyword_only`: no candidate has a vector (keyword mode, no embeddings, no vectors
-    among them), so `keyword` is the answer, scored by calibrated coverage."""
+    among them), so `keyword` is the answer, scored by calibrated coverage.
+    `episodes`: each candidate's source episode, where diversification spreads the
+    order over them (`RetrievalConfig.diversity`), else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
     cosine: dict[int, float] = field(default_factory=dict)
     keyword_only: bool = False
+    episodes: dict[int, str] | None = None
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -77,7 +80,19 @@ def _both(
     """Both rankings for fusion, or keywords alone where no candidate has a cosine."""
     if not cosine:
         return _keywords_alone(bounds, search, keyword)
-    return Signals(vector, keyword, cosine)
+    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search, vector, keyword))
+
+
+def _episodes(
+    bounds: Bounds, search: Search, vector: Ranked, keyword: Ranked
+) -> dict[int, str] | None:
+    """The candidates' source episodes, read by row id (two columns), where the search
+    diversifies over them; None where it does not, so nothing is read."""
+    if not search.cfg.diversity:
+        return None
+    rows = {fid: row for fid, _, row in (*vector, *keyword)}
+    episodes = bounds.engine.reads.sources_by_id(bounds.conn, list(rows.values()))
+    return {fid: episodes[row] for fid, row in rows.items() if row in episodes}
 
 
 def _keywords_alone(bounds: Bounds, search: Search, keyword: Ranked) -> Signals:

@@ -8,8 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sgam_store import ConfigurationError, MemoryFact, SGAMStore
+from sgam_store.read.fusion import spread
 
 from .conftest import HashEmbeddings
 
@@ -70,3 +73,37 @@ def test_diversity_off_is_todays_order_to_the_byte(chats: str) -> None:
 def test_diversity_outside_its_range_is_refused(db_path: str, bad: object) -> None:
     with pytest.raises(ConfigurationError, match="diversity"):
         SGAMStore(db_path, retrieval={"diversity": bad})
+
+
+def _greedy(fused: list[tuple], episodes: dict[int, str], n: int, d: float) -> list[tuple]:
+    """Maximal marginal relevance as written: every pick scans every hit left."""
+    head, seen, picked = list(fused[:n]), set(), []
+    while head:
+        gains = [(1 - d) * s - d * (episodes.get(r) in seen) for _, s, r in head]
+        hit = head.pop(gains.index(max(gains)))
+        picked.append(hit)
+        if hit[2] in episodes:
+            seen.add(episodes[hit[2]])
+    return picked + list(fused[n:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scores=st.lists(st.floats(0, 1), max_size=40),
+    labels=st.lists(st.sampled_from("abcd-"), min_size=40, max_size=40),
+    n=st.integers(1, 45),
+    d=st.floats(0, 0.99),
+)
+def test_spread_is_mmr_in_one_pass(
+    scores: list[float], labels: list[str], n: int, d: float
+) -> None:
+    fused = [(i, s, 100 + i) for i, s in enumerate(sorted(scores, reverse=True))]
+    episodes = {100 + i: e for i, e in enumerate(labels) if e != "-"}  # "-": none known
+    asked: list[list[int]] = []
+
+    def episodes_of(rows: list[int]) -> dict[int, str]:
+        asked.append(rows)
+        return {r: episodes[r] for r in rows if r in episodes}
+
+    assert spread(fused, episodes_of, n, d) == _greedy(fused, episodes, n, d)
+    assert asked == [[row for _, _, row in fused[:n]]]  # the first n hits' episodes alone

@@ -3,11 +3,13 @@
 Given the scoring stage's `Signals`, `fused` orders the candidates: keywords alone as
 scored, vectors alone by cosine, both by the configured fusion (relative score fusion or
 reciprocal rank fusion), scored on the cosine scale so the score never rises down the
-list. Nothing here reads the store.
+list; where the search diversifies, its first hits spread over source episodes. Nothing
+here reads the store but those hits' episodes, through the reader scoring hands on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,11 +32,11 @@ def fuse(
     keyword: Ranked,
     cosine: dict[int, float],
     cfg: RetrievalConfig,
-    spread_over: tuple[dict[int, str], int] | None = None,
+    spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale; `spread_over`
-    (the candidates' source episodes, and how many of the first hits to spread) where
-    the search diversifies (`spread`)."""
+    (a reader of source episodes by row id, and how many of the first hits to spread)
+    where the search diversifies (`spread`)."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     if cfg.fusion == "rrf":
         fused = fuse_rrf(signals, cfg.rrf_k)
@@ -46,29 +48,42 @@ def fuse(
 
 
 def spread(
-    fused: list[tuple[int, float, Any]], episodes: dict[int, str], n: int, diversity: float
+    fused: list[tuple[int, float, Any]],
+    episodes_of: Callable[[list[int]], dict[int, str]],
+    n: int,
+    diversity: float,
 ) -> list[tuple[int, float, Any]]:
     """The first `n` of the fused order re-ranked by maximal marginal relevance over
     source episodes; the rest follow as they were.
 
     Each pick is the hit with the best (1 - diversity) x its fused score, less diversity
     when a hit of its episode was picked already: ten near-copies from one conversation
-    no longer crowd a second conversation out of the top ten. A hit whose episode is
-    unknown is its own. Greedy, O(n^2) over n = `depth` (30) hits.
+    no longer crowd a second conversation out of the top ten. Only the first `n` hits'
+    episodes are read (`episodes_of`, by row id); a hit whose episode is unknown is its
+    own. The penalty is all or nothing and the order is best first, so each pick is the
+    first hit left or the first left of an episode not picked yet: one pass, where a
+    pairwise scan cost ~0.8 ms over 30 hits.
     """
     head, rest = fused[:n], fused[n:]
-    seen: set[str] = set()
+    episodes = episodes_of([row for _, _, row in head])
+    of = [episodes.get(row) for _, _, row in head]
+    seen: set[str | None] = set()
+    used = [False] * len(head)
     picked: list[tuple[int, float, Any]] = []
-
-    def gain(i: int) -> float:
-        fact_id, score, _ = head[i]
-        return (1 - diversity) * score - diversity * (episodes.get(fact_id) in seen)
-
-    while head:
-        hit = head.pop(max(range(len(head)), key=gain))  # ties: the fused order
-        picked.append(hit)
-        if (episode := episodes.get(hit[0])) is not None:
-            seen.add(episode)
+    top = fresh = 0  # the first hit left; the first left of an episode not picked yet
+    for _ in head:
+        while used[top]:
+            top += 1
+        while fresh < len(head) and (used[fresh] or of[fresh] in seen):
+            fresh += 1  # both only move down: a hit passed is taken or its episode seen
+        take = top
+        if fresh < len(head) and fresh != top:  # `top` repeats an episode
+            repeat = (1 - diversity) * head[top][1] - diversity
+            take = fresh if (1 - diversity) * head[fresh][1] > repeat else top
+        used[take] = True
+        picked.append(head[take])
+        if of[take] is not None:
+            seen.add(of[take])
     return picked + rest
 
 

@@ -9,7 +9,9 @@ threshold on it. It hands on `Signals`. Nothing here writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -24,14 +26,16 @@ class Signals:
     (fact_id, score, row_id) best first, and every candidate's cosine that is known.
     `keyword_only`: no candidate has a vector (keyword mode, no embeddings, no vectors
     among them), so `keyword` is the answer, scored by calibrated coverage.
-    `episodes`: each candidate's source episode, where diversification spreads the
-    order over them (`RetrievalConfig.diversity`), else None."""
+    `episodes`: where diversification spreads the order over source episodes
+    (`RetrievalConfig.diversity`), the engine's `sources_by_id` on this snapshot, which
+    fusion asks for its first hits' episodes alone (~150 candidates' cost a user's
+    search more than it does); else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
     cosine: dict[int, float] = field(default_factory=dict)
     keyword_only: bool = False
-    episodes: dict[int, str] | None = None
+    episodes: Callable[[list[int]], dict[int, str]] | None = None
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -80,19 +84,14 @@ def _both(
     """Both rankings for fusion, or keywords alone where no candidate has a cosine."""
     if not cosine:
         return _keywords_alone(bounds, search, keyword)
-    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search, vector, keyword))
+    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search))
 
 
-def _episodes(
-    bounds: Bounds, search: Search, vector: Ranked, keyword: Ranked
-) -> dict[int, str] | None:
-    """The candidates' source episodes, read by row id (two columns), where the search
-    diversifies over them; None where it does not, so nothing is read."""
+def _episodes(bounds: Bounds, search: Search) -> Callable[[list[int]], dict[int, str]] | None:
+    """The reader of source episodes by row id where the search diversifies over them."""
     if not search.cfg.diversity:
         return None
-    rows = {fid: row for fid, _, row in (*vector, *keyword)}
-    episodes = bounds.engine.reads.sources_by_id(bounds.conn, list(rows.values()))
-    return {fid: episodes[row] for fid, row in rows.items() if row in episodes}
+    return partial(bounds.engine.reads.sources_by_id, bounds.conn)
 
 
 def _keywords_alone(bounds: Bounds, search: Search, keyword: Ranked) -> Signals:

@@ -24,7 +24,9 @@ def fused(search: Search, signals: Signals) -> Ranked:
     if not search.hybrid:
         return signals.vector
     spread_over = (signals.episodes, search.depth) if signals.episodes is not None else None
-    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg, spread_over)
+    return fuse(
+        signals.vector, signals.keyword, signals.cosine, search.cfg, spread_over, signals.first
+    )
 
 
 def fuse(
@@ -33,10 +35,12 @@ def fuse(
     cosine: dict[int, float],
     cfg: RetrievalConfig,
     spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
+    first: set[int] | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale; `spread_over`
     (a reader of source episodes by row id, and how many of the first hits to spread)
-    where the search diversifies (`spread`)."""
+    where the search diversifies (`spread`); `first`, the hits of the subjects the query
+    names, ranked before the rest, each part in its order."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     if cfg.fusion == "rrf":
         fused = fuse_rrf(signals, cfg.rrf_k)
@@ -44,6 +48,8 @@ def fuse(
         fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor)
     if spread_over is not None:
         fused = spread(fused, *spread_over, cfg.diversity)
+    if first:
+        fused = [h for h in fused if h[0] in first] + [h for h in fused if h[0] not in first]
     return similarity_scores(fused, cosine, keyword)
 
 

@@ -67,6 +67,8 @@ class RetrievalConfig:
     `diversity` (in [0, 1), default 0: off) spreads a hybrid search's first `depth` hits
     over source episodes by maximal marginal relevance (`fusion.spread`): opt-in, for
     questions whose evidence sits in several conversations.
+    `named_subjects` (default False) ranks first, in hybrid search, the memories of the
+    subjects under the prefix that the query names (`subjects.named`).
     """
 
     mode: str = "hybrid"
@@ -80,6 +82,7 @@ class RetrievalConfig:
     depth: int = 30
     vector_mirror: str = "float32"
     diversity: float = 0.0
+    named_subjects: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -93,13 +96,18 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
             )
-        self._check_spread()
+        self._check_levers()
 
-    def _check_spread(self) -> None:
-        """A diversity that weighs relevance at all: at 1 the order would ignore the query."""
+    def _check_levers(self) -> None:
+        """A diversity that weighs relevance at all (at 1 the order would ignore the
+        query), and a plain switch for named subjects."""
         d = self.diversity
         if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
             raise ConfigurationError(f"diversity must be a number in [0, 1): {d!r}")
+        if not isinstance(self.named_subjects, bool):
+            raise ConfigurationError(
+                f"named_subjects must be True or False: {self.named_subjects!r}"
+            )
 
     def _check_fusion_numbers(self) -> None:
         """Weights and depths that rank at all: a negative or NaN weight would turn a

@@ -15,6 +15,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from sgam_store.read import subjects
 from sgam_store.read.candidates import Found
 from sgam_store.read.query import Ranked, RetrievalConfig, Scan, Search, vector_depth
 from sgam_store.read.scope import Bounds
@@ -29,13 +30,15 @@ class Signals:
     `episodes`: where diversification spreads the order over source episodes
     (`RetrievalConfig.diversity`), the engine's `sources_by_id` on this snapshot, which
     fusion asks for its first hits' episodes alone (~150 candidates' cost a user's
-    search more than it does); else None."""
+    search more than it does); else None. `first`: the candidates in the subjects the
+    query names, which fusion ranks first (`RetrievalConfig.named_subjects`), else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
     cosine: dict[int, float] = field(default_factory=dict)
     keyword_only: bool = False
     episodes: Callable[[list[int]], dict[int, str]] | None = None
+    first: set[int] | None = None
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -84,7 +87,11 @@ def _both(
     """Both rankings for fusion, or keywords alone where no candidate has a cosine."""
     if not cosine:
         return _keywords_alone(bounds, search, keyword)
-    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search))
+    first = None
+    if bounds.named:
+        ids = list(dict.fromkeys(fid for fid, _, _ in (*vector, *keyword)))
+        first = subjects.members(bounds.engine, bounds.conn, bounds.where, bounds.named, ids)
+    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search), first=first)
 
 
 def _episodes(bounds: Bounds, search: Search) -> Callable[[list[int]], dict[int, str]] | None:

@@ -100,14 +100,15 @@ class Conversation:
     def namespace(self) -> tuple[str, str]:
         return (self.user, LABEL)
 
-    def facts(self) -> list[MemoryFact]:
+    def facts(self, by_speaker: bool = False) -> list[MemoryFact]:
         """Every turn as a fact: valid from when it was said (the session's evening, a
-        minute a turn), its session its source episode."""
+        minute a turn), its session its source episode; `by_speaker` files it under its
+        speaker, SGAM's subject-per-person layout, instead of under LABEL."""
         firsts = {t.session: n for n, t in reversed(list(enumerate(self.turns)))}
         return [
             MemoryFact(
                 tenant_id=self.user,
-                subject=LABEL,
+                subject=t.speaker if by_speaker else LABEL,
                 attribute=t.key,
                 value=t.value(),
                 valid_from=(evening(t.date) + timedelta(minutes=n - firsts[t.session])).isoformat(),

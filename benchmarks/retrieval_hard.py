@@ -188,26 +188,32 @@ def by_language(dataset: Dataset, language: str | None) -> dict[str, list[Conver
     return groups
 
 
-def load(path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None) -> None:
+def load(
+    path: str, dataset: Dataset, index: dict[str, Any], language: str | None = None,
+    by_speaker: bool = False,
+) -> None:  # fmt: skip
     """One store per keyword language, as an app configures the language its users
-    write in (`retrieval={"language": ...}`); `language` puts every conversation in one."""
+    write in (`retrieval={"language": ...}`); `language` puts every conversation in one.
+    `by_speaker`: each turn under its speaker's subject (`Conversation.facts`)."""
     for lang, conversations in by_language(dataset, language).items():
         retrieval = {"language": lang}
         with SGAMStore.from_conn_string(
             store_path(path, lang), index=index, retrieval=retrieval
         ) as store:
             for conv in conversations:
-                for fact in conv.facts():
+                for fact in conv.facts(by_speaker):
                     store.replace_fact(fact)
 
 
 def ask(
     path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict,
     language: str | None = None, stores: dict[str, dict] | None = None,
+    by_speaker: bool = False,
 ) -> list[Outcome]:  # fmt: skip
     """Every question of `dataset`, searched in its conversation with this config, in the
     order of `dataset.questions`. `stores` holds settings of one language's store, as its
-    app would configure it; the run's `retrieval` overrides them."""
+    app would configure it; the run's `retrieval` overrides them. `by_speaker`: the
+    turns were filed by speaker, so the conversation is its user's whole tenant."""
     found_by_question: dict[int, Outcome] = {}
     for lang, conversations in by_language(dataset, language).items():
         config = {**(stores or {}).get(lang, {}), **retrieval}
@@ -216,10 +222,11 @@ def ask(
         ) as store:
             for conv in conversations:
                 for q in conv.questions:
+                    where = (conv.user,) if by_speaker else conv.namespace
                     # A dated question is asked on its day: through an as-of view, whose
                     # instant is the search's reference (what "last May" resolves against).
                     view = store.as_of(q.asked) if q.asked else store
-                    found = view.search(conv.namespace, query=q.text, limit=max(KS))
+                    found = view.search(where, query=q.text, limit=max(KS))
                     found_by_question[id(q)] = outcome(q, [item.key for item in found])
     return [found_by_question[id(q)] for q in dataset.questions]
 
@@ -233,6 +240,7 @@ def evaluate(
     timings: dict[str, float] | None = None,
     language: str | None = None,
     stores: dict[str, dict] | None = None,
+    by_speaker: bool = False,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Load `dataset` into new SGAM files beside `path` (one per keyword language, see
     `load`) and embed its questions, then summarize each run's answers; `timings`
@@ -241,13 +249,14 @@ def evaluate(
     index = index_config(memo, dims)
     timings = {} if timings is None else timings
     started = time.perf_counter()
-    load(path, dataset, index, language)
+    load(path, dataset, index, language, by_speaker)
     memo.warm([q.text for q in dataset.questions])
     timings["load"] = time.perf_counter() - started
     results = {}
     for label, retrieval in runs.items():
         started = time.perf_counter()
-        results[label] = summarize(ask(path, dataset, index, retrieval, language, stores))
+        answers = ask(path, dataset, index, retrieval, language, stores, by_speaker)
+        results[label] = summarize(answers)
         timings[label] = time.perf_counter() - started
     return results
 
@@ -286,6 +295,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="JSON of RetrievalConfig settings by store language, under every run's: "
         '\'{"spanish": {"keyword_floor": 0.9}}\'',
     )
+    parser.add_argument(
+        "--layout",
+        choices=("turns", "speakers"),
+        default="turns",
+        help="turns: each conversation's turns under (user, 'turns'); speakers: under "
+        "(user, speaker), SGAM's subject per person, searched over (user,)",
+    )
     parser.add_argument("--seed", type=int, default=18, help="data set seed (keep for reports)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--vectors", type=Path, help="reuse and extend this vector file")
@@ -305,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         f"split {args.split}: {len(dataset.conversations)} conversations, {turns} turns, "
         f"{len(dataset.questions)} questions; embedding {args.embedding}; seed {args.seed}; "
         f"keywords {args.language or 'by conversation language'}; stores {args.store}; "
+        f"layout {args.layout}; "
         f"sgam_store source sha256 {source_hash()}"
     )
     timings: dict[str, float] = {}
@@ -314,8 +331,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "hard.db")
         results = evaluate(
-            path, dataset, embeddings, dims, runs, timings, args.language, args.store
-        )
+            path, dataset, embeddings, dims, runs, timings, args.language, args.store,
+            args.layout == "speakers",
+        )  # fmt: skip
     if isinstance(embeddings, VectorFile):
         embeddings.save()
     for label, summary in results.items():

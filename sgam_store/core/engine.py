@@ -54,6 +54,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "listing",
             "admitted",
             "rows_by_id",
+            "sources_by_id",
             "namespaces_under",
             "structured_state",
             "nearest",

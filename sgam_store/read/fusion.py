@@ -3,11 +3,13 @@
 Given the scoring stage's `Signals`, `fused` orders the candidates: keywords alone as
 scored, vectors alone by cosine, both by the configured fusion (relative score fusion or
 reciprocal rank fusion), scored on the cosine scale so the score never rises down the
-list. Nothing here reads the store.
+list; where the search diversifies, its first hits spread over source episodes. Nothing
+here reads the store but those hits' episodes, through the reader scoring hands on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -21,7 +23,16 @@ def fused(search: Search, signals: Signals) -> Ranked:
         return signals.keyword
     if not search.hybrid:
         return signals.vector
-    return fuse(signals.vector, signals.keyword, signals.cosine, search.cfg, signals.window)
+    spread_over = (signals.episodes, search.depth) if signals.episodes is not None else None
+    return fuse(
+        signals.vector,
+        signals.keyword,
+        signals.cosine,
+        search.cfg,
+        signals.window,
+        spread_over,
+        signals.first,
+    )
 
 
 def fuse(
@@ -30,17 +41,66 @@ def fuse(
     cosine: dict[int, float],
     cfg: RetrievalConfig,
     window: Ranked | None = None,
+    spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
+    first: set[int] | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale. `window` (the
     candidates in the time the query names, all tied) is a third signal of weight
-    `time_weight`; none, and the sums are the two rankings' alone."""
+    `time_weight`; none, and the sums are the two rankings' alone. `spread_over`
+    (a reader of source episodes by row id, and how many of the first hits to spread)
+    where the search diversifies (`spread`); `first`, the hits of the subjects the query
+    names, ranked before the rest, each part in its order."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     timed = [(cfg.time_weight, window)] if window else []
     if cfg.fusion == "rrf":
         fused = fuse_rrf(signals + timed, cfg.rrf_k)
     else:
         fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor, *timed)
+    if spread_over is not None:
+        fused = spread(fused, *spread_over, cfg.diversity)
+    if first:
+        fused = [h for h in fused if h[0] in first] + [h for h in fused if h[0] not in first]
     return similarity_scores(fused, cosine, keyword)
+
+
+def spread(
+    fused: list[tuple[int, float, Any]],
+    episodes_of: Callable[[list[int]], dict[int, str]],
+    n: int,
+    diversity: float,
+) -> list[tuple[int, float, Any]]:
+    """The first `n` of the fused order re-ranked by maximal marginal relevance over
+    source episodes; the rest follow as they were.
+
+    Each pick is the hit with the best (1 - diversity) x its fused score, less diversity
+    when a hit of its episode was picked already: ten near-copies from one conversation
+    no longer crowd a second conversation out of the top ten. Only the first `n` hits'
+    episodes are read (`episodes_of`, by row id); a hit whose episode is unknown is its
+    own. The penalty is all or nothing and the order is best first, so each pick is the
+    first hit left or the first left of an episode not picked yet: one pass, where a
+    pairwise scan cost ~0.8 ms over 30 hits.
+    """
+    head, rest = fused[:n], fused[n:]
+    episodes = episodes_of([row for _, _, row in head])
+    of = [episodes.get(row) for _, _, row in head]
+    seen: set[str | None] = set()
+    used = [False] * len(head)
+    picked: list[tuple[int, float, Any]] = []
+    top = fresh = 0  # the first hit left; the first left of an episode not picked yet
+    for _ in head:
+        while used[top]:
+            top += 1
+        while fresh < len(head) and (used[fresh] or of[fresh] in seen):
+            fresh += 1  # both only move down: a hit passed is taken or its episode seen
+        take = top
+        if fresh < len(head) and fresh != top:  # `top` repeats an episode
+            repeat = (1 - diversity) * head[top][1] - diversity
+            take = fresh if (1 - diversity) * head[fresh][1] > repeat else top
+        used[take] = True
+        picked.append(head[take])
+        if of[take] is not None:
+            seen.add(of[take])
+    return picked + rest
 
 
 def _tie_ranks(ranked: Ranked) -> dict[int, int]:

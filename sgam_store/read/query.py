@@ -71,6 +71,11 @@ class RetrievalConfig:
     language (`read.window`; the `time` extra's dateparser): "rank" ranks the memories
     valid then higher (a signal of weight `time_weight` in hybrid fusion; first, in
     vector or keyword mode), "filter" keeps only them, "off" (default) ignores it.
+    `diversity` (in [0, 1), default 0: off) spreads a hybrid search's first `depth` hits
+    over source episodes by maximal marginal relevance (`fusion.spread`): opt-in, for
+    questions whose evidence sits in several conversations.
+    `named_subjects` (default False) ranks first, in hybrid search, the memories of the
+    subjects under the prefix that the query names (`subjects.named`).
     """
 
     mode: str = "hybrid"
@@ -85,6 +90,8 @@ class RetrievalConfig:
     vector_mirror: str = "float32"
     time_window: str = "off"
     time_weight: float = 1.0
+    diversity: float = 0.0
+    named_subjects: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):
@@ -99,6 +106,7 @@ class RetrievalConfig:
                 f"vector_mirror must be one of {', '.join(VECTOR_MIRRORS)}: {self.vector_mirror!r}"
             )
         self._check_time()
+        self._check_levers()
 
     def _check_time(self) -> None:
         """A window setting that can run: a known mode, a weight that ranks, and the
@@ -113,6 +121,17 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"time_window={self.time_window!r} resolves dates with dateparser, which is "
                 "not installed: pip install 'sgam-store[time]'"
+            )
+
+    def _check_levers(self) -> None:
+        """A diversity that weighs relevance at all (at 1 the order would ignore the
+        query), and a plain switch for named subjects."""
+        d = self.diversity
+        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+            raise ConfigurationError(f"diversity must be a number in [0, 1): {d!r}")
+        if not isinstance(self.named_subjects, bool):
+            raise ConfigurationError(
+                f"named_subjects must be True or False: {self.named_subjects!r}"
             )
 
     def _check_fusion_numbers(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from langgraph.store.base import SearchOp
 
 from sgam_store.core.models import ScopeSignals
+from sgam_store.read import subjects
 from sgam_store.read.query import Scope, Search
 from sgam_store.read.terms import TermStats, pruned_terms
 
@@ -64,10 +65,20 @@ class Bounds:
     where: tuple[Any, ...]
     small: Any | None = None
     terms: list[str] | None = None
+    named: list[tuple[str, ...]] | None = None
 
 
 def bounds(engine: Any, conn: Any, search: Search, stats: TermStats) -> Bounds:
-    """The stage: `search`'s tenant and prefix, and a small scope's facts.
+    """The stage: `search`'s tenant and prefix, a small scope's facts (`_bounds`), and
+    where `named_subjects` is on in hybrid search, the subjects the query names."""
+    found = _bounds(engine, conn, search, stats)
+    if not (search.cfg.named_subjects and search.hybrid):
+        return found
+    return replace(found, named=subjects.named(engine, conn, found.where, search.text))
+
+
+def _bounds(engine: Any, conn: Any, search: Search, stats: TermStats) -> Bounds:
+    """`search`'s tenant and prefix, and a small scope's facts.
 
     A small scope is one deeper than its tenant holding at most SMALL_SCOPE_MAX facts.
     Where the engine has `scope_scored` (an optional feature, see `core.engine.OPTIONAL`)

@@ -9,10 +9,13 @@ threshold on it. It hands on `Signals`. Nothing here writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from sgam_store.read import subjects
 from sgam_store.read.candidates import Found
 from sgam_store.read.query import Ranked, RetrievalConfig, Scan, Search, vector_depth
 from sgam_store.read.scope import Bounds
@@ -25,13 +28,20 @@ class Signals:
     `keyword_only`: no candidate has a vector (keyword mode, no embeddings, no vectors
     among them), so `keyword` is the answer, scored by calibrated coverage. `window`: the
     candidates valid in the time the query names, each scored 1 (`window.windowed`
-    fills it; empty otherwise)."""
+    fills it; empty otherwise).
+    `episodes`: where diversification spreads the order over source episodes
+    (`RetrievalConfig.diversity`), the engine's `sources_by_id` on this snapshot, which
+    fusion asks for its first hits' episodes alone (~150 candidates' cost a user's
+    search more than it does); else None. `first`: the candidates in the subjects the
+    query names, which fusion ranks first (`RetrievalConfig.named_subjects`), else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
     cosine: dict[int, float] = field(default_factory=dict)
     keyword_only: bool = False
     window: Ranked = field(default_factory=list)
+    episodes: Callable[[list[int]], dict[int, str]] | None = None
+    first: set[int] | None = None
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -80,7 +90,18 @@ def _both(
     """Both rankings for fusion, or keywords alone where no candidate has a cosine."""
     if not cosine:
         return _keywords_alone(bounds, search, keyword)
-    return Signals(vector, keyword, cosine)
+    first = None
+    if bounds.named:
+        ids = list(dict.fromkeys(fid for fid, _, _ in (*vector, *keyword)))
+        first = subjects.members(bounds.engine, bounds.conn, bounds.where, bounds.named, ids)
+    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search), first=first)
+
+
+def _episodes(bounds: Bounds, search: Search) -> Callable[[list[int]], dict[int, str]] | None:
+    """The reader of source episodes by row id where the search diversifies over them."""
+    if not search.cfg.diversity:
+        return None
+    return partial(bounds.engine.reads.sources_by_id, bounds.conn)
 
 
 def _keywords_alone(bounds: Bounds, search: Search, keyword: Ranked) -> Signals:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import unicodedata
@@ -23,7 +22,7 @@ from sgam_store.cli.common import (
     json_object,
     search_index,
 )
-from sgam_store.core import clock
+from sgam_store.core import clock, jsontext
 from sgam_store.core.errors import EpisodeNotFoundError, InvalidFilterError
 from sgam_store.core.models import Fact
 from sgam_store.engines import mask_uri
@@ -61,8 +60,9 @@ def said_line(episode: dict[str, Any]) -> str:
 
 
 def print_json(data: Any) -> None:
-    """--json output: one shape per record (`render.fact_record`), unicode as it is."""
-    print(json.dumps(data, indent=2, ensure_ascii=False))
+    """--json output: one shape per record (`render.fact_record`), unicode as it is, and
+    values of any depth (`jsontext`: json's own writer recurses past the stack)."""
+    print(jsontext.text(data, indent=2))
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:

@@ -139,10 +139,8 @@ def warn_if_no_vectors(store: SGAMStore, db: str) -> None:
     if store.stats()["rows"].get("vector_rows", 0) == 0:
         print(
             f"sgam: warning: {db} has no vectors (it was written without an embedding), so "
-            "vector search finds nothing and hybrid ranks by keyword alone; to add them, "
-            f"copy its items into a new file with embeddings: sgam import --from {db} "
-            "--db NEW.db --embedding local (or open it from Python with index=default_index() "
-            "before writing)",
+            "vector search finds nothing and hybrid ranks by keyword alone; to add them in "
+            f"place, history kept: sgam embed --db {db} --embedding local",
             file=sys.stderr,
         )
 

@@ -193,7 +193,8 @@ def run_embedding(
         if not rows:
             return report
         after = rows[-1].fact_id
-        vectors = {r.fact_id: facts.vectors_for(loads_deep(r.value)) for r in rows}
+        embedded = facts.vectors_of([loads_deep(r.value) for r in rows])
+        vectors = {r.fact_id: v for r, v in zip(rows, embedded, strict=True)}
         report.add(facts.run(partial(_attach, rows=rows, vectors=vectors)))
         if progress is not None:
             progress(len(rows))

@@ -54,7 +54,7 @@ from sgam_store.core.models import (
 from sgam_store.engines import langgraph_items, mask_uri, open_engine
 from sgam_store.ledger import changes, episodes, names
 from sgam_store.lifecycle import importing, keywords, retention
-from sgam_store.lifecycle.backfill import BackfillReport, run_backfill
+from sgam_store.lifecycle.backfill import BackfillReport, EmbedReport, run_backfill, run_embedding
 from sgam_store.lifecycle.retention import RetentionReport
 from sgam_store.read import explain, search
 from sgam_store.read.coalesce import GetCoalescer, only_gets
@@ -1218,6 +1218,14 @@ class SGAMStore(BaseStore):
         """Rewrite rows in an old value schema as new versions; see `backfill`."""
         self._ensure_ready()
         return run_backfill(self.facts, batch_size=batch_size)
+
+    def embed(
+        self, *, batch_size: int = 500, progress: Callable[[int], None] | None = None
+    ) -> EmbedReport:
+        """Give vectors, in place, to the facts written without an embedding (a store
+        opened with index=None, now opened with an index config); see `run_embedding`."""
+        self._ensure_ready()
+        return run_embedding(self.facts, batch_size=batch_size, progress=progress)
 
     def stats(self) -> dict[str, Any]:
         """Row counts, believed rows per value schema_version, the file's free pages, and

@@ -426,7 +426,7 @@ def test_search_with_an_embedding_on_a_file_without_vectors_says_so(
     argv = ["search", "--db", replayed, "--tenant", "acme", "passport", "--embedding", "local"]
     status, out, err = sgam(monkeypatch, capsys, *argv)
     assert status == 0 and "(hybrid search)" in out
-    assert "has no vectors" in err and "sgam import --from" in err
+    assert "has no vectors" in err and f"sgam embed --db {replayed} --embedding local" in err
 
 
 @pytest.mark.parametrize(

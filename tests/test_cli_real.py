@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -263,8 +264,8 @@ def test_a_failed_import_leaves_no_file(tmp_path, monkeypatch, capsys) -> None:
 
 
 def test_an_sgam_file_imports_its_current_memories(demo, tmp_path, monkeypatch, capsys) -> None:
-    """The documented way to give a file vectors: `sgam import --from <SGAM file>`; without
-    an embedding here (the next test adds the model), the items and the layout come over."""
+    """`sgam import --from <SGAM file>` brings over what `store.search()` sees now: the
+    items and the layout (history stays behind: `sgam embed` keeps it, below)."""
     target = str(tmp_path / "current.db")
     status, out, err = sgam(monkeypatch, capsys, "import", "--from", demo, "--db", target, "--json")
     assert status == 0, err
@@ -275,14 +276,35 @@ def test_an_sgam_file_imports_its_current_memories(demo, tmp_path, monkeypatch, 
     assert fact.source_episode_id == "import:sgam-replay.db"
 
 
+def readings(monkeypatch, capsys, db: str) -> list[str]:
+    """What the read commands say of the demo's file, as --json: every version with both
+    clocks, each key's history with its episode, and the change feed."""
+    key = ["--tenant", "acme", "--subject", "mira", "--attribute", "passport_deadline"]
+    return [
+        sgam(monkeypatch, capsys, *argv, "--db", db, "--json")[1]
+        for argv in (["ledger"], ["history", *key], ["changes", "--since", "2000-01-01T00:00:00Z"])
+    ]
+
+
 @pytest.mark.skipif(not local_available(), reason="needs the local extra (MiniLM)")
-def test_embedding_an_sgam_file_gives_it_vectors(demo, tmp_path, monkeypatch, capsys) -> None:
-    search = ["search", "--tenant", "acme", "passport", "--embedding", "local"]
-    status, _, err = sgam(monkeypatch, capsys, search[0], "--db", demo, *search[1:])
-    assert status == 0 and "sgam import --from" in err  # the advice this test follows
-    target = str(tmp_path / "embedded.db")
-    argv = ["import", "--from", demo, "--db", target, "--embedding", "local"]
-    assert sgam(monkeypatch, capsys, *argv)[0] == 0
-    status, out, err = sgam(monkeypatch, capsys, search[0], "--db", target, *search[1:])
-    assert status == 0 and "has no vectors" not in err
-    assert "passport_deadline" in out and "(hybrid search)" in out
+def test_embedding_an_sgam_file_gives_it_vectors_and_keeps_its_history(
+    demo, tmp_path, monkeypatch, capsys
+) -> None:
+    """The advice of `search --embedding local` on a file without vectors, followed: `sgam
+    embed` on a copy; every version, episode and change reads the same afterwards."""
+    db = str(tmp_path / "embedded.db")
+    shutil.copy(demo, db)
+    search = ["search", "--tenant", "acme", "passport", "--embedding", "local", "--db", db]
+    status, _, err = sgam(monkeypatch, capsys, *search)
+    assert status == 0 and f"sgam embed --db {db} --embedding local" in err
+    before = readings(monkeypatch, capsys, db)
+    status, out, err = sgam(monkeypatch, capsys, "embed", "--db", db, "--embedding", "local")
+    assert status == 0, err
+    with SGAMStore.from_conn_string(db, read_only=True) as store:
+        assert store.stats()["rows"]["vector_rows"] == store.stats()["rows"]["believed_rows"]
+    assert readings(monkeypatch, capsys, db) == before
+    status, out, err = sgam(monkeypatch, capsys, *search, "--mode", "vector")
+    assert status == 0 and err == "", err
+    assert "passport_deadline" in out and "(vector search)" in out
+    status, out, _ = sgam(monkeypatch, capsys, "embed", "--db", db)  # --embedding local: default
+    assert status == 0 and out.strip().endswith("nothing to do")

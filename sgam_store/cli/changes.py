@@ -7,13 +7,13 @@ sgam changes --db memory.db --since 2026-06-01T00:00:00Z [--until ...] [--tenant
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rich.table import Table
 
 from sgam_store.cli import common
 from sgam_store.cli.common import add_schema_option, count, existing_store
+from sgam_store.cli.read import print_json
 from sgam_store.core.models import Change
 from sgam_store.harness.render import listed, plain_table, readable
 
@@ -36,7 +36,7 @@ def cmd_changes(args: argparse.Namespace) -> int:
     with existing_store(args.db, schema=args.schema, read_only=True) as store:
         feed = store.changes(args.since, tenant_id=args.tenant, until=args.until, limit=args.limit)
     if args.json:
-        print(json.dumps([c.model_dump(mode="json") for c in feed], indent=2, ensure_ascii=False))
+        print_json([dict(c) for c in feed])  # shallow: pydantic's dump recurses into values
         return 0
     if not feed:
         print(

@@ -69,30 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Python decodes and encodes JSON recursively, one level a call, and stops at its recursion
-# limit (1,000): a value nested about that deep (SQLite's JSON allows 1,000 levels; the store
-# took them before it capped nesting) then failed a whole ledger. The commands run with room
-# for it; a deeper one (PostgreSQL's JSON) is a one-line error, not a traceback.
-NESTING_ROOM = 5_000
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), NESTING_ROOM))
     try:
         status = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
         return status
     except BrokenPipeError:
         return reader_went_away()
-    except RecursionError:
+    except RecursionError:  # the library's decoder, on a value deeper than any SQLite takes
         print(
-            f"sgam: error: a stored value is nested deeper than {NESTING_ROOM:,} levels, "
-            "more than this command can decode",
+            "sgam: error: a stored value is nested deeper than Python's JSON decoder can read",
             file=sys.stderr,
         )
         return 2

@@ -1,4 +1,4 @@
-"""The lifecycle commands: `retention`, `purge`, `stats`, `vacuum`, `backfill`,
+"""The lifecycle commands: `retention`, `purge`, `stats`, `vacuum`, `backfill`, `embed`,
 `reindex`; each is one SGAMStore method on an existing store.
 """
 
@@ -10,7 +10,17 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from sgam_store.cli.common import add_schema_option, emit, existing_store
+from rich.progress import Progress
+
+from sgam_store.cli import common
+from sgam_store.cli.common import (
+    add_schema_option,
+    count,
+    emit,
+    existing_store,
+    live,
+    search_index,
+)
 from sgam_store.core import analysis
 from sgam_store.engines import mask_uri
 
@@ -82,6 +92,20 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return emit(args, f"backfill of {mask_uri(args.db)}", report.to_dict())
 
 
+def cmd_embed(args: argparse.Namespace) -> int:
+    """Give the facts a file wrote without an embedding their vectors, in place
+    (`SGAMStore.embed`): the file keeps its history, episodes and provenance."""
+    with (
+        existing_store(args.db, search_index(args.embedding), schema=args.schema) as store,
+        Progress(console=common.console, transient=True, disable=not live(args)) as progress,
+    ):
+        task = progress.add_task("embedding", total=None)
+        report = store.embed(
+            batch_size=args.batch_size, progress=lambda n: progress.advance(task, n)
+        )
+    return emit(args, f"vectors for {mask_uri(args.db)}", report.to_dict(), changes=True)
+
+
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Rebuild the keyword index in another language (`SGAMStore.set_language`)."""
     with existing_store(args.db, schema=args.schema) as store:
@@ -92,7 +116,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def add_lifecycle_commands(sub: Any) -> None:
-    """retention, purge, stats, vacuum, backfill: each is one SGAMStore method."""
+    """retention, purge, stats, vacuum, backfill, embed, reindex: each is one SGAMStore
+    method."""
 
     def command(name: str, summary: str, func: Any) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=summary)
@@ -133,6 +158,18 @@ def add_lifecycle_commands(sub: Any) -> None:
         help="module or .py file that registers transforms (repeatable)",
     )
     backfill.add_argument("--batch-size", type=int, default=500)
+    embed = command(
+        "embed", "give the facts written without an embedding their vectors, in place", cmd_embed
+    )
+    embed.add_argument(
+        "--embedding",
+        choices=["local"],
+        default="local",
+        help="local: the bundled model (the local extra; default)",
+    )
+    embed.add_argument(
+        "--batch-size", type=count, default=500, help="facts a transaction (default 500)"
+    )
     reindex = command(
         "reindex", "rebuild the keyword index in another language (stemming)", cmd_reindex
     )

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import unicodedata
@@ -23,7 +22,7 @@ from sgam_store.cli.common import (
     json_object,
     search_index,
 )
-from sgam_store.core import clock
+from sgam_store.core import clock, jsontext
 from sgam_store.core.errors import EpisodeNotFoundError, InvalidFilterError
 from sgam_store.core.models import Fact
 from sgam_store.engines import mask_uri
@@ -61,8 +60,9 @@ def said_line(episode: dict[str, Any]) -> str:
 
 
 def print_json(data: Any) -> None:
-    """--json output: one shape per record (`render.fact_record`), unicode as it is."""
-    print(json.dumps(data, indent=2, ensure_ascii=False))
+    """--json output: one shape per record (`render.fact_record`), unicode as it is, and
+    values of any depth (`jsontext`: json's own writer recurses past the stack)."""
+    print(jsontext.text(data, indent=2))
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
@@ -139,10 +139,8 @@ def warn_if_no_vectors(store: SGAMStore, db: str) -> None:
     if store.stats()["rows"].get("vector_rows", 0) == 0:
         print(
             f"sgam: warning: {db} has no vectors (it was written without an embedding), so "
-            "vector search finds nothing and hybrid ranks by keyword alone; to add them, "
-            f"copy its items into a new file with embeddings: sgam import --from {db} "
-            "--db NEW.db --embedding local (or open it from Python with index=default_index() "
-            "before writing)",
+            "vector search finds nothing and hybrid ranks by keyword alone; to add them in "
+            f"place, history kept: sgam embed --db {db} --embedding local",
             file=sys.stderr,
         )
 

@@ -73,8 +73,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 @contextmanager
 def sgam_source(source: str) -> Iterator[SGAMStore | None]:
     """The source opened read-only when it is an SGAM file (`sgam import` then brings in
-    its current memories, embedded by the target's index: the way to give a file written
-    without an embedding its vectors); None for any other source."""
+    its current memories, as `store.search()` sees them; `sgam embed` is the way to give
+    a file vectors with its history); None for any other source."""
     if is_postgres_target(source) or source.endswith(".jsonl"):
         yield None
         return
@@ -135,7 +135,8 @@ def add_transfer_commands(sub: Any) -> None:
         dest="source",
         required=True,
         help="a SqliteStore file, a PostgresStore URI, a .jsonl file of Item.dict() lines, "
-        "or an SGAM file (its current memories; with --embedding local, to add vectors)",
+        "or an SGAM file (its current memories only; `sgam embed` gives a file vectors "
+        "in place, with its history)",
     )
     imports.add_argument("--db", required=True, help="the SGAM database file or URI")
     add_schema_option(imports, "--db-schema")  # --schema names the PostgresStore's

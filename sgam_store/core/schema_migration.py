@@ -146,8 +146,9 @@ def is_scalar(was_scalar: bool, value: dict[str, Any]) -> bool:
 
 
 _DEEPER = threading.Lock()
-# SQLite's json_valid refuses JSON nested past 1000 levels, so no stored value is deeper.
-_STORED_DEPTH = 1000
+# SQLite's json_valid refuses JSON nested past 2,000 levels (1,000 from SQLite 3.45 on),
+# so no stored value is deeper.
+_STORED_DEPTH = 2000
 
 
 def loads_deep(text: str) -> Any:

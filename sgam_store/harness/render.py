@@ -12,7 +12,6 @@ supersedes fact 2. JSON keeps everything whole: one record per fact in every com
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -24,7 +23,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Column, Table
 from rich.text import Text
 
-from sgam_store.core import clock
+from sgam_store.core import clock, jsontext
 from sgam_store.core.models import Fact
 from sgam_store.harness.scenario import Answer, Reply, Turn
 
@@ -70,7 +69,7 @@ def shown(value: Any) -> str:
         return "—"
     if isinstance(value, dict) and set(value) == {"content"} and isinstance(value["content"], str):
         return value["content"]
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else jsontext.text(value)  # any depth
 
 
 def listed(value: Any, limit: int = VALUE_CHARS) -> str:

@@ -18,13 +18,21 @@ finds nothing and `remaining` is 0.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
 from sgam_store import ledger
+from sgam_store.core.errors import ConfigurationError
 from sgam_store.core.models import FactRow
-from sgam_store.core.schema_migration import REGISTRY, Key, TransformRegistry, is_scalar
+from sgam_store.core.schema_migration import (
+    REGISTRY,
+    Key,
+    TransformRegistry,
+    is_scalar,
+    loads_deep,
+)
 from sgam_store.write.facts import FactWriter
 
 
@@ -150,3 +158,59 @@ def run_backfill(
     with engine.reading() as conn:
         report.remaining = engine.backfill.transformable_count(conn, keys)
     return report
+
+
+@dataclass
+class EmbedReport:
+    """Facts given vectors, and facts left for a later run (a writer changed them meanwhile)."""
+
+    embedded: int = 0
+    skipped: int = 0
+
+    def add(self, other: EmbedReport) -> None:
+        self.embedded += other.embedded
+        self.skipped += other.skipped
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_embedding(
+    facts: FactWriter, *, batch_size: int = 500, progress: Callable[[int], None] | None = None
+) -> EmbedReport:
+    """Give vectors to the facts written without an embedding, in place: each indexed fact
+    (it has a keyword row) with no vectors gets its believed value's, from the store's index
+    config, the way the backfill re-embeds. History, episodes and provenance are the file's
+    own and stay as they are. Batches as the backfill's; idempotent."""
+    if not facts.spec:
+        raise ConfigurationError("embedding needs an index config: open the store with index=")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    report, engine, after = EmbedReport(), facts.engine, 0
+    while True:
+        with engine.reading() as conn:
+            rows = engine.backfill.unembedded_batch(conn, after, batch_size)
+        if not rows:
+            return report
+        after = rows[-1].fact_id
+        embedded = facts.vectors_of([loads_deep(r.value) for r in rows])
+        vectors = {r.fact_id: v for r, v in zip(rows, embedded, strict=True)}
+        report.add(facts.run(partial(_attach, rows=rows, vectors=vectors)))
+        if progress is not None:
+            progress(len(rows))
+
+
+def _attach(tx: ledger.Tx, *, rows: list[FactRow], vectors: dict[int, Any]) -> EmbedReport:
+    """Write the batch's vectors, but for a row another writer retired since it was read
+    (the next run embeds its successor)."""
+    done, engine = EmbedReport(), tx.engine
+    for row in rows:
+        if not engine.backfill.still_believed(tx.cur, row.row_id):
+            done.skipped += 1
+        elif vectors[row.fact_id]:
+            current = row.valid_to is None
+            engine.indexing.write_vectors(
+                tx.cur, row.fact_id, row.tenant_id, vectors[row.fact_id], current=current
+            )
+            done.embedded += 1
+    return done

@@ -160,12 +160,12 @@ _search_item = (
 
 def _loads(text: str) -> Any:
     """A stored value: orjson where it reads it as json does (~5x faster), json for what
-    orjson refuses (NaN, lone surrogates) and where it lost an integer past 64 bits (it
-    reads one as a float)."""
+    orjson refuses (NaN, lone surrogates, nesting past its 1,024 levels) and where it lost
+    an integer past 64 bits (it reads one as a float)."""
     try:
         value = orjson.loads(text)
     except ValueError:
-        return json.loads(text)
+        return schema_migration.loads_deep(text)  # as deep as SQLite stores
     return value if _exact(value) else json.loads(text)
 
 

@@ -31,15 +31,25 @@ class Context:
     at: datetime | None = None
 
 
-def cite(fact: Fact, label: str = "") -> str:
-    """One context line: `subject.attribute = value (valid from … until …) [source …]`."""
+def cite(fact: Fact, label: str = "", times: dict[datetime, str] | None = None) -> str:
+    """One context line: `subject.attribute = value (valid from → until) [source …]`.
+    `times`: how the context reads each instant (`_readable`), else to the second."""
+    times = times or _readable([fact])
     key = f"{fact.subject}.{fact.attribute}" if fact.subject else fact.attribute
-    until = fact.valid_to.isoformat() if fact.valid_to else "now"
+    until = times[fact.valid_to] if fact.valid_to else "now"
     prefix = f"{label} " if label else ""
     return (
-        f"- {prefix}{key} = {_shown(fact.value)} (valid {fact.valid_from.isoformat()} → {until}) "
+        f"- {prefix}{key} = {_shown(fact.value)} (valid {times[fact.valid_from]} → {until}) "
         f"[source: {fact.source_episode_id}; fact {fact.fact_id}]"
     )
+
+
+def _readable(facts: Sequence[Fact]) -> dict[datetime, str]:
+    """The facts' interval ends as a person reads them, to the second, with microseconds
+    only where two ends of the context would otherwise read alike (`clock.readable`);
+    the structured facts keep full precision."""
+    instants = [t for f in facts for t in (f.valid_from, f.valid_to) if t is not None]
+    return dict(zip(instants, clock.readable(instants), strict=True))
 
 
 def _shown(value: object) -> str:
@@ -139,13 +149,14 @@ def _history_of(engine: Any, facts: list[Fact], scope: Scope) -> list[Fact]:
 
 
 def _render(facts: list[Fact], evidence: list[Fact], history: list[Fact], scope: Scope) -> str:
-    when = f"as of {scope.at}" if scope.at else "current"
+    when = f"as of {clock.readable_one(scope.at)}" if scope.at else "current"
+    times = _readable([*facts, *evidence, *history])
     lines = [f"Known facts ({when}; authoritative):"]
-    lines += [cite(f) for f in facts] or ["- (none)"]
+    lines += [cite(f, times=times) for f in facts] or ["- (none)"]
     if evidence:
         lines.append("Related facts (supporting evidence):")
-        lines += [cite(f) for f in evidence]
+        lines += [cite(f, times=times) for f in evidence]
     if history:
         lines.append("History (superseded; do not use as current):")
-        lines += [cite(f, "was") for f in history]
+        lines += [cite(f, "was", times) for f in history]
     return "\n".join(lines)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgam_store.core.models import FactRow
 from sgam_store.engines.common import backfill
 from sgam_store.engines.common.dialect import POSTGRES, export
+from sgam_store.engines.common.predicates import aliased_columns, believed_sql
 from sgam_store.engines.postgres.versions import lock_keys
 
 export(globals(), backfill, POSTGRES)
@@ -25,6 +27,21 @@ def with_vectors(conn: Any, fact_ids: list[int]) -> list[int]:
         (list(fact_ids),),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def unembedded_batch(conn: Any, after: int, limit: int) -> list[FactRow]:
+    """Up to `limit` believed rows of facts after fact id `after`, in fact id order, that
+    have a keyword row and no vectors: written without an embedding (a put with
+    index=False has neither, and stays out)."""
+    rows = conn.execute(
+        f"SELECT {aliased_columns(FactRow)} FROM facts f "
+        "JOIN fact_keywords k ON k.fact_id = f.fact_id "
+        f"WHERE {believed_sql('f')} AND f.fact_id > %s "
+        "AND NOT EXISTS (SELECT 1 FROM fact_vectors v WHERE v.fact_id = f.fact_id) "
+        "ORDER BY f.fact_id LIMIT %s",
+        (after, limit),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
 
 
 def still_believed(cur: Any, row_id: int) -> bool:

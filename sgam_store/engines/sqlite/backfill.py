@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sgam_store.core.models import FactRow
 from sgam_store.engines.common import backfill
 from sgam_store.engines.common.dialect import SQLITE, export
-from sgam_store.engines.sqlite.indexing import KEYWORD_ROWIDS
+from sgam_store.engines.common.predicates import aliased_columns, believed_sql
+from sgam_store.engines.sqlite.indexing import FACT_BITS, KEYWORD_ROWIDS
 from sgam_store.engines.sqlite.predicates import as_list, in_list
 
 export(globals(), backfill, SQLITE)
@@ -25,6 +27,23 @@ def with_vectors(conn: Any, fact_ids: list[int]) -> list[int]:
         (as_list(fact_ids),),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def unembedded_batch(conn: Any, after: int, limit: int) -> list[FactRow]:
+    """Up to `limit` believed rows of facts after fact id `after`, in fact id order, that
+    have a keyword row and no vectors: written without an embedding (a put with
+    index=False has neither, and stays out)."""
+    rows = conn.execute(
+        f"SELECT {aliased_columns(FactRow)} FROM facts f "
+        "JOIN tenants t ON t.tenant_id = f.tenant_id "
+        f"WHERE {believed_sql('f')} AND f.fact_id > ? "
+        "AND NOT EXISTS (SELECT 1 FROM vector_rows v WHERE v.fact_id = f.fact_id) "
+        "AND EXISTS (SELECT 1 FROM fact_fts k "
+        f"WHERE k.rowid = (t.slot << {FACT_BITS}) | f.fact_id) "
+        "ORDER BY f.fact_id LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [FactRow._make(row) for row in rows]
 
 
 def still_believed(cur: Any, row_id: int) -> bool:

@@ -133,8 +133,27 @@ def connect(
 
 def read_only_uri(path: str) -> str:
     """`path` as a URI that SQLite opens read-only and never creates (`mode=ro`); the
-    path is percent-encoded, so a '?' or '#' in a file name stays part of the name."""
-    return Path(path).resolve().as_uri() + "?mode=ro"
+    path is percent-encoded, so a '?' or '#' in a file name stays part of the name.
+
+    A file that nothing can change (`unchangeable`) is also `immutable=1`: SQLite reads a
+    WAL-mode file through its -shm index, which it creates beside the file, and on a
+    read-only mount it cannot, so the open failed; immutable reads the file alone."""
+    file = Path(path).resolve()
+    return file.as_uri() + ("?mode=ro&immutable=1" if unchangeable(file) else "?mode=ro")
+
+
+def unchangeable(file: Path) -> bool:
+    """The file is on a read-only file system and no write-ahead log beside it holds
+    pages the file lacks (immutable would skip them: a log there needs its -shm too)."""
+    statvfs = getattr(os, "statvfs", None)  # POSIX only
+    if statvfs is None:
+        return False
+    try:
+        read_only_mount = bool(statvfs(file.parent).f_flag & os.ST_RDONLY)
+        wal = Path(f"{file}-wal")
+        return read_only_mount and (not wal.exists() or wal.stat().st_size == 0)
+    except OSError:
+        return False
 
 
 def in_memory(path: str) -> bool:

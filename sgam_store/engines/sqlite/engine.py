@@ -243,6 +243,14 @@ def open_read_only(target: Any) -> Any:
         return connection.connect(target, check=migrations.check_readable, read_only=True)
     except StoreUnavailableError as exc:
         raise StoreUnavailableError(f"{target}: {exc}") from None
+    except connection.driver().OperationalError as exc:
+        if "unable to open" not in str(exc):
+            raise
+        raise StoreUnavailableError(
+            f"{target}: SQLite cannot read it here: a WAL-mode file is read through the "
+            f"{path.name}-shm (and -wal) files beside it, which {path.parent} does not let "
+            "this process create; copy the file into a directory you can write"
+        ) from None
 
 
 class _Reading:

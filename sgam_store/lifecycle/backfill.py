@@ -90,7 +90,7 @@ def _embed(facts: FactWriter, plans: list[_Plan]) -> dict[int, list[tuple[str, b
     engine = facts.engine
     with engine.reading() as conn:
         had = engine.backfill.with_vectors(conn, list(values))
-    return {fid: facts.vectors_for(values[fid]) for fid in had}
+    return dict(zip(had, facts.vectors_of([values[fid] for fid in had]), strict=True))
 
 
 def _reindex(

@@ -26,11 +26,13 @@ times repeat. What the store stamps itself does not: `recorded_at`, and a put's
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import random
 import uuid
 from array import array
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
@@ -52,6 +54,7 @@ from sgam_store.testing import phrases
 Layout = Literal["langmem", "sgam"]
 Key = tuple[tuple[str, ...], str]  # (namespace, key), as BaseStore names an item
 
+GROUP = 32  # LangMem layout: messages whose puts are committed together
 SAMPLED = 20  # episode ids `Realistic` names
 MIN_FACTS = 1000  # below this the deep key (DEEP_WEEKS * 7 versions) would be most of it
 DEEP_WEEKS = 75  # the deep key gets a version a day: 525 versions
@@ -197,6 +200,28 @@ class _Builder:
         assert self.store is not None
         with set_config_context({"configurable": {"episode_id": episode_id}}) as context:
             context.run(self.store.batch, ops)
+
+    def put_together(self, messages: list[tuple[str, list[PutOp]]]) -> None:
+        """Each message's puts, sourced by it, as concurrent `abatch` calls: the store
+        commits concurrent puts in one transaction (write/group.py), so a message costs
+        a fraction of a commit, as agent turns writing at the same time do."""
+        store = self.store
+        assert store is not None
+
+        async def gathered() -> None:
+            with ExitStack() as held:  # each call's config stays set until it has run
+                calls = [
+                    asyncio.create_task(
+                        store.abatch(ops),
+                        context=held.enter_context(
+                            set_config_context({"configurable": {"episode_id": episode_id}})
+                        ),
+                    )
+                    for episode_id, ops in messages
+                ]
+                await asyncio.gather(*calls)
+
+        asyncio.run(gathered())
 
     def namespace(self, tenant: str, subject: str) -> tuple[str, ...]:
         assert self.store is not None
@@ -602,6 +627,7 @@ class _LangMem(_Builder):
         a few long notes, a few with a TTL), until `budget` are written."""
         keys: dict[str, int] = defaultdict(int)  # user -> how many keys they have
         written = 0
+        waiting: list[tuple[str, list[PutOp]]] = []
         while written < budget:
             user = self.users[0] if self.rng.random() < 0.25 else self.rng.choice(self.users)
             ops: list[PutOp] = []
@@ -610,9 +636,11 @@ class _LangMem(_Builder):
                 op, text = self.memory(user, keys, {op.key for op in ops})
                 ops.append(op)
                 statements.append(text)
-            said = self.episode(user, phrases.message(self.rng, statements))
-            self.put(said, ops)
+            waiting.append((self.episode(user, phrases.message(self.rng, statements)), ops))
             written += len(ops)
+            if len(waiting) == GROUP or written >= budget:
+                self.put_together(waiting)
+                waiting = []
 
     def memory(self, user: str, keys: dict[str, int], taken: set[str]) -> tuple[PutOp, str]:
         """One memory put: a rewrite of one of the user's earlier keys (a quarter), else

@@ -14,7 +14,10 @@ Two layouts:
 Both carry `msg:<uuid>` episodes of real length, a review queue hundreds deep beside
 decided and undone reviews, TTLs (some already passed), unicode, long keys, keys with
 leading and trailing spaces, and hostile HTML in values and names. Every write goes
-through the public API, one transaction per episode.
+through the public API: one transaction per SGAM episode; LangMem's messages commit their
+puts together, as concurrent agent turns do. The generator keeps a few numbers per
+subject or user, never a list of every key or episode, so memory does not grow with
+the facts written: 1M facts build in ~90 MB of heap.
 
 Same seed, same store: namespaces, keys, values, sources and the SGAM layout's valid
 times repeat. What the store stamps itself does not: `recorded_at`, and a put's
@@ -32,6 +35,7 @@ import random
 import uuid
 from array import array
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -221,7 +225,10 @@ class _Builder:
                 ]
                 await asyncio.gather(*calls)
 
-        asyncio.run(gathered())
+        # In a thread of its own: the caller may be running an event loop already (a
+        # notebook, a Playwright test), where asyncio.run refuses to start another.
+        with ThreadPoolExecutor(1) as worker:
+            worker.submit(asyncio.run, gathered()).result()
 
     def namespace(self, tenant: str, subject: str) -> tuple[str, ...]:
         assert self.store is not None

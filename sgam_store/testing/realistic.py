@@ -17,7 +17,7 @@ leading and trailing spaces, and hostile HTML in values and names. Every write g
 through the public API: one transaction per SGAM episode; LangMem's messages commit their
 puts together, as concurrent agent turns do. The generator keeps a few numbers per
 subject or user, never a list of every key or episode, so memory does not grow with
-the facts written: 1M facts build in ~90 MB of heap.
+the facts written: 1M facts build in ~100 MB of heap.
 
 Same seed, same store: namespaces, keys, values, sources and the SGAM layout's valid
 times repeat. What the store stamps itself does not: `recorded_at`, and a put's

@@ -4,6 +4,7 @@ the ledger's own invariant checks (tests/reliability.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -188,3 +189,14 @@ def test_builds_on_postgresql(layout: str, pg_server: str) -> None:
         reviews, idle = pending_reviews(store, None, limit=10_000)
         assert len(reviews) + len(idle) == made.review_queue
         assert len(store.history(*_key(store, made.deep_key))) == made.deep_versions
+
+
+def test_builds_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """A notebook cell or a Playwright test calls `build` while its event loop runs; the
+    LangMem layout's concurrent puts must not need a loop of the caller's thread."""
+
+    async def inside() -> Realistic:
+        return build(str(tmp_path / "inside.db"), layout="langmem", facts=MIN_FACTS)
+
+    made = asyncio.run(inside())
+    assert made.facts >= MIN_FACTS * 0.95 and made.rows > made.facts

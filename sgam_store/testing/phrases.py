@@ -8,6 +8,7 @@ Everything here is data; `realistic.py` draws from it with a seeded `random.Rand
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 # (shown name, ASCII slug): a subject id must normalize to [a-z0-9_]+.
@@ -103,48 +104,76 @@ CORRECTIONS = ["Sorry, I got that wrong earlier:", "Correction to what I said be
                "Actually, scratch that:"]  # fmt: skip
 
 
+def _name(rng: random.Random) -> str:
+    return f"{rng.choice(FIRST)[0]} {rng.choice(LAST)[0]}"
+
+
+def _date(rng: random.Random) -> str:
+    return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+
+
+# Filler name -> how to draw it. A template draws only the fillers it names (as it names
+# them), not all of them: a statement costs a few draws instead of twenty-five.
+DRAWS: dict[str, Callable[[random.Random], Any]] = {
+    "drink": lambda rng: rng.choice(DRINKS),
+    "hour": lambda rng: f"{rng.randint(6, 20)}:00",
+    "relation": lambda rng: rng.choice(RELATIONS),
+    "name": _name,
+    "nickname": lambda rng: rng.choice(FIRST)[0],
+    "city": lambda rng: rng.choice(CITIES),
+    "city2": lambda rng: rng.choice(CITIES),
+    "weekday": lambda rng: rng.choice(WEEKDAYS),
+    "month": lambda rng: rng.choice(MONTHS),
+    "document": lambda rng: rng.choice(DOCUMENTS),
+    "job": lambda rng: rng.choice(JOBS),
+    "company": lambda rng: rng.choice(COMPANIES),
+    "allergen": lambda rng: rng.choice(ALLERGENS),
+    "style": lambda rng: rng.choice(STYLES),
+    "language": lambda rng: rng.choice(LANGUAGES),
+    "minutes": lambda rng: rng.choice([10, 15, 20, 30, 45]),
+    "thing": lambda rng: rng.choice(THINGS),
+    "amount": lambda rng: rng.choice([80, 150, 240, 400, 650, 1200]),
+    "hobby": lambda rng: rng.choice(HOBBIES),
+    "date": _date,
+    "food": lambda rng: rng.choice(FOODS),
+    "diet": lambda rng: rng.choice(DIETS),
+    "km": lambda rng: rng.randint(8, 60),
+    "plan": lambda rng: rng.choice(PLANS),
+    "day": lambda rng: rng.randint(1, 28),
+}
+
+
+class Fillers(dict[str, Any]):
+    """The fillers of one statement, each drawn from `rng` when first named."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__()
+        self.rng = rng
+
+    def __missing__(self, name: str) -> Any:
+        value = self[name] = DRAWS[name](self.rng)
+        return value
+
+
 def fillers(rng: random.Random) -> dict[str, Any]:
-    """One draw of every filler a template may name."""
-    first, _ = rng.choice(FIRST)
-    last, _ = rng.choice(LAST)
-    return {
-        "drink": rng.choice(DRINKS),
-        "hour": f"{rng.randint(6, 20)}:00",
-        "relation": rng.choice(RELATIONS),
-        "name": f"{first} {last}",
-        "nickname": first,
-        "city": rng.choice(CITIES),
-        "city2": rng.choice(CITIES),
-        "weekday": rng.choice(WEEKDAYS),
-        "month": rng.choice(MONTHS),
-        "document": rng.choice(DOCUMENTS),
-        "job": rng.choice(JOBS),
-        "company": rng.choice(COMPANIES),
-        "allergen": rng.choice(ALLERGENS),
-        "style": rng.choice(STYLES),
-        "language": rng.choice(LANGUAGES),
-        "minutes": rng.choice([10, 15, 20, 30, 45]),
-        "thing": rng.choice(THINGS),
-        "amount": rng.choice([80, 150, 240, 400, 650, 1200]),
-        "hobby": rng.choice(HOBBIES),
-        "date": f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-        "food": rng.choice(FOODS),
-        "diet": rng.choice(DIETS),
-        "km": rng.randint(8, 60),
-        "plan": rng.choice(PLANS),
-        "day": rng.randint(1, 28),
-    }
+    """One draw of every filler, for a caller that formats a template of its own."""
+    return {name: draw(rng) for name, draw in DRAWS.items()}
+
+
+def fill(rng: random.Random, template: str) -> str:
+    """`template` with its fillers drawn."""
+    return template.format_map(Fillers(rng))
 
 
 def memory(rng: random.Random) -> str:
     """One first-person memory."""
-    return rng.choice(MEMORIES).format(**fillers(rng))
+    return fill(rng, rng.choice(MEMORIES))
 
 
 def notes(rng: random.Random, sentences: int) -> str:
     """A long memory: notes from a planning session, `sentences` sentences."""
     project = rng.choice(PROJECTS)
-    body = " ".join(rng.choice(NOTES).format(**fillers(rng)) for _ in range(sentences))
+    body = " ".join(fill(rng, rng.choice(NOTES)) for _ in range(sentences))
     return f"Notes from my {project} planning session. {body}"
 
 
@@ -152,7 +181,7 @@ def message(rng: random.Random, statements: list[str]) -> str:
     """A user's message that says `statements`, with the small talk around them."""
     parts = [rng.choice(OPENERS), *statements]
     if rng.random() < 0.6:
-        parts.append(rng.choice(CLOSERS).format(**fillers(rng)))
+        parts.append(fill(rng, rng.choice(CLOSERS)))
     return " ".join(parts)
 
 
@@ -212,5 +241,5 @@ def statement(rng: random.Random, attribute: str) -> tuple[str, Any, str]:
     """What a person says about one of their attributes: (sentence, typed value, memory
     type)."""
     kind, say = ATTRIBUTES[attribute]
-    sentence, value = say(fillers(rng), rng)
+    sentence, value = say(Fillers(rng), rng)
     return sentence, value, kind

@@ -14,7 +14,10 @@ Two layouts:
 Both carry `msg:<uuid>` episodes of real length, a review queue hundreds deep beside
 decided and undone reviews, TTLs (some already passed), unicode, long keys, keys with
 leading and trailing spaces, and hostile HTML in values and names. Every write goes
-through the public API, one transaction per episode.
+through the public API: one transaction per SGAM episode; LangMem's messages commit their
+puts together, as concurrent agent turns do. The generator keeps a few numbers per
+subject or user, never a list of every key or episode, so memory does not grow with
+the facts written: 1M facts build in ~100 MB of heap.
 
 Same seed, same store: namespaces, keys, values, sources and the SGAM layout's valid
 times repeat. What the store stamps itself does not: `recorded_at`, and a put's
@@ -26,14 +29,19 @@ times repeat. What the store stamps itself does not: `recorded_at`, and a put's
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
 import random
 import uuid
+from array import array
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables.config import set_config_context
 from langgraph.store.base import PutOp
 
 from sgam_store import (
@@ -50,6 +58,8 @@ from sgam_store.testing import phrases
 Layout = Literal["langmem", "sgam"]
 Key = tuple[tuple[str, ...], str]  # (namespace, key), as BaseStore names an item
 
+GROUP = 32  # LangMem layout: messages whose puts are committed together
+SAMPLED = 20  # episode ids `Realistic` names
 MIN_FACTS = 1000  # below this the deep key (DEEP_WEEKS * 7 versions) would be most of it
 DEEP_WEEKS = 75  # the deep key gets a version a day: 525 versions
 START = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)  # the first episode (a Monday)
@@ -135,7 +145,11 @@ class _Builder:
     def __init__(self, path: str, facts: int, seed: int) -> None:
         self.path, self.target, self.seed = path, facts, seed
         self.rng = random.Random(seed)
-        self.episodes: list[str] = []
+        self.episodes = 0
+        # A reservoir of SAMPLED (number, id) of the episodes recorded so far: a sample
+        # without holding every id (a 1M-fact store records ~300k episodes).
+        self.sampled: list[tuple[int, str]] = []
+        self.sampler = random.Random(seed)
         # (tenant, subject) -> keys written once and never touched by TTL or review
         self.plain: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.store: SGAMStore | None = None
@@ -167,20 +181,54 @@ class _Builder:
             text,
             source_kind=kind,  # type: ignore[arg-type]
             speaker=speaker,
-            thread_id=f"thread-{tenant[:24]}-{len(self.episodes) % 7}",
+            thread_id=f"thread-{tenant[:24]}-{self.episodes % 7}",
             occurred_at=when,
             episode_id=episode_id,
         )
-        self.episodes.append(episode_id)
+        self.keep_sample(episode_id)
         return episode_id
 
+    def keep_sample(self, episode_id: str) -> None:
+        """Reservoir sampling (Vitter's algorithm R): each recorded episode ends up in
+        the sample with the same chance, in memory of SAMPLED ids."""
+        if self.episodes < SAMPLED:
+            self.sampled.append((self.episodes, episode_id))
+        elif (slot := self.sampler.randrange(self.episodes + 1)) < SAMPLED:
+            self.sampled[slot] = (self.episodes, episode_id)
+        self.episodes += 1
+
     def put(self, episode_id: str, ops: list[PutOp]) -> None:
-        """Puts in one transaction, their source the episode (as a graph run whose config
-        names it: `configurable.episode_id`)."""
+        """Puts in one transaction, their source the episode: the config a graph run
+        would carry (`configurable.episode_id`), set directly, because a RunnableLambda's
+        invoke costs ~0.8 ms of callbacks a put (a quarter of a LangMem build)."""
         assert self.store is not None
-        RunnableLambda(self.store.batch).invoke(
-            ops, config={"configurable": {"episode_id": episode_id}}
-        )
+        with set_config_context({"configurable": {"episode_id": episode_id}}) as context:
+            context.run(self.store.batch, ops)
+
+    def put_together(self, messages: list[tuple[str, list[PutOp]]]) -> None:
+        """Each message's puts, sourced by it, as concurrent `abatch` calls: the store
+        commits concurrent puts in one transaction (write/group.py), so a message costs
+        a fraction of a commit, as agent turns writing at the same time do."""
+        store = self.store
+        assert store is not None
+
+        async def gathered() -> None:
+            with ExitStack() as held:  # each call's config stays set until it has run
+                calls = [
+                    asyncio.create_task(
+                        store.abatch(ops),
+                        context=held.enter_context(
+                            set_config_context({"configurable": {"episode_id": episode_id}})
+                        ),
+                    )
+                    for episode_id, ops in messages
+                ]
+                await asyncio.gather(*calls)
+
+        # In a thread of its own: the caller may be running an event loop already (a
+        # notebook, a Playwright test), where asyncio.run refuses to start another.
+        with ThreadPoolExecutor(1) as worker:
+            worker.submit(asyncio.run, gathered()).result()
 
     def namespace(self, tenant: str, subject: str) -> tuple[str, ...]:
         assert self.store is not None
@@ -286,8 +334,7 @@ class _Builder:
         return queued, decided, max(6, decided // 5)
 
     def sample(self) -> list[str]:
-        picks = random.Random(self.seed).sample(range(len(self.episodes)), 20)
-        return [self.episodes[i] for i in sorted(picks)]
+        return [episode_id for _, episode_id in sorted(self.sampled)]
 
     def run(self) -> Realistic:
         raise NotImplementedError
@@ -443,7 +490,7 @@ class _Sgam(_Builder):
         delayed facts and the corrections among them."""
         weights = [BIG_SHARE] + [(1 - BIG_SHARE) / (len(SGAM_TENANTS) - 1)] * 4
         # (tenant, subject) -> attribute -> its latest valid_from
-        started: dict[tuple[str, str], dict[str, datetime]] = defaultdict(dict)
+        started: dict[tuple[str, str], _Starts] = defaultdict(_Starts)
         written = delayed = corrections = 0
         count = max(budget // 6, 1)
         for n in range(count * 2):
@@ -459,18 +506,19 @@ class _Sgam(_Builder):
             episode_id = self.episode(tenant, said, when, speaker=name)
             written += self.apply(tenant, episode_id, updates)
             delayed, corrections = delayed + late, corrections + fixed
-            self.plain[(tenant, subject)] = list(started[(tenant, subject)])
+        self.plain.update((ts, starts.said()) for ts, starts in started.items())
         return delayed, corrections
 
     def conversation(
-        self, subject: str, when: datetime, started: dict[str, datetime]
+        self, subject: str, when: datetime, started: _Starts
     ) -> tuple[str, list[dict[str, Any]], int, int]:
         """One person's message and the candidates it yields: 3-9 attributes, sometimes a
         correction of an earlier one (at its start) or a fact that began weeks ago.
         `started`: the subject's attributes so far, each with its latest start."""
         corrected = None
-        if started and self.rng.random() < 0.04:
-            corrected = self.rng.choice(sorted(started))
+        said = started.said()
+        if said and self.rng.random() < 0.04:
+            corrected = self.rng.choice(sorted(said))
         pool = [a for a in phrases.ATTRIBUTES if a != corrected]
         statements, updates, late = [], [], 0
         for attribute in self.rng.sample(pool, self.rng.randint(3, 9)):
@@ -490,6 +538,30 @@ class _Sgam(_Builder):
                 self.update(sentence, subject, corrected, value, started[corrected], kind)
             )
         return phrases.message(self.rng, statements), updates, late, int(corrected is not None)
+
+
+class _Starts:
+    """One subject's attributes so far, each with its latest start, as twelve integers
+    (microseconds after START; -1: never said), where a dict of datetimes took ~1.2 KB:
+    a 1M-fact store has ~65,000 subjects."""
+
+    __slots__ = ("offsets",)
+    index: ClassVar[dict[str, int]] = {a: n for n, a in enumerate(phrases.ATTRIBUTES)}
+
+    def __init__(self) -> None:
+        self.offsets = array("q", [-1]) * len(self.index)
+
+    def __contains__(self, attribute: str) -> bool:
+        return self.offsets[self.index[attribute]] >= 0
+
+    def __getitem__(self, attribute: str) -> datetime:
+        return START + timedelta(microseconds=self.offsets[self.index[attribute]])
+
+    def __setitem__(self, attribute: str, start: datetime) -> None:
+        self.offsets[self.index[attribute]] = (start - START) // timedelta(microseconds=1)
+
+    def said(self) -> list[str]:
+        return [attribute for attribute in self.index if attribute in self]
 
 
 class _LangMem(_Builder):
@@ -560,37 +632,49 @@ class _LangMem(_Builder):
     def memories(self, budget: int) -> None:
         """Users' messages, each giving 1-6 memories (new ones, rewrites of earlier ones,
         a few long notes, a few with a TTL), until `budget` are written."""
-        mine: dict[str, list[str]] = defaultdict(list)  # user -> keys
+        keys: dict[str, int] = defaultdict(int)  # user -> how many keys they have
         written = 0
+        waiting: list[tuple[str, list[PutOp]]] = []
         while written < budget:
             user = self.users[0] if self.rng.random() < 0.25 else self.rng.choice(self.users)
-            ops, statements = [], []
+            ops: list[PutOp] = []
+            statements = []
             for _ in range(min(self.rng.randint(1, 6), budget - written)):
-                op, text = self.memory(user, mine[user], {op.key for op in ops})
+                op, text = self.memory(user, keys, {op.key for op in ops})
                 ops.append(op)
                 statements.append(text)
-            said = self.episode(user, phrases.message(self.rng, statements))
-            self.put(said, ops)
+            waiting.append((self.episode(user, phrases.message(self.rng, statements)), ops))
             written += len(ops)
+            if len(waiting) == GROUP or written >= budget:
+                self.put_together(waiting)
+                waiting = []
 
-    def memory(self, user: str, keys: list[str], taken: set[str]) -> tuple[PutOp, str]:
-        """One memory put: a rewrite of an earlier key (a quarter), else a new uuid key."""
+    def memory(self, user: str, keys: dict[str, int], taken: set[str]) -> tuple[PutOp, str]:
+        """One memory put: a rewrite of one of the user's earlier keys (a quarter), else
+        a new key. `keys`: each user's key count (their keys are `user_key(user, n)`)."""
         roll = self.rng.random()
         text = phrases.notes(self.rng, self.rng.randint(10, 60)) if roll < 0.01 else None
         text = text or phrases.memory(self.rng)
-        free = [k for k in keys if k not in taken]
-        if free and self.rng.random() < 0.25:
-            key = self.rng.choice(free)
+        key = None
+        if keys[user] > len(taken) and self.rng.random() < 0.25:
+            while key is None or key in taken:  # `taken`: at most five of the message's
+                key = self.user_key(user, self.rng.randrange(keys[user]))
         else:
-            key = self.uuid()
-            keys.append(key)
+            key = self.user_key(user, keys[user])
+            keys[user] += 1
         value: dict[str, Any] = {"content": text}
         if roll > 0.9:  # LangMem's memory manager writes its schema's shape
             value = {"kind": "Memory", "content": {"content": text}}
         ttl = TTL_MINUTES if 0.01 <= roll < 0.04 else None
-        if ttl is None and key not in self.plain[(user, "memories")] and len(keys) < 8:
+        if ttl is None and key not in self.plain[(user, "memories")] and keys[user] < 8:
             self.plain[(user, "memories")].append(key)
         return PutOp(("memories", user), key, value, ttl=ttl), text
+
+    def user_key(self, user: str, number: int) -> str:
+        """A user's `number`th memory key, a uuid made from the seed, the user and the
+        number: rewrites find earlier keys without a list of every key written."""
+        digest = hashlib.blake2b(f"{self.seed}/{user}/{number}".encode(), digest_size=16)
+        return str(uuid.UUID(bytes=digest.digest(), version=4))
 
 
 def main(argv: list[str] | None = None) -> int:

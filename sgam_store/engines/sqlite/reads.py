@@ -13,6 +13,7 @@ import functools
 import itertools
 import json
 import math
+import operator
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -74,6 +75,17 @@ def _conjunction(*conditions: str) -> str:
     return " AND ".join(conditions)
 
 
+def limit_sql(n: int) -> str:
+    """`LIMIT n`, the number written into the statement, never bound: SQLite 3.50 (the
+    packaged one) plans with a bound LIMIT's value, so binding one marks the statement
+    expired and every run compiles it again (sqlite3Reprepare: 16% of the instructions of
+    one user's hybrid search at 20k; a small scope's statement 105 -> 24 us). A store
+    uses a few limits, each one statement in the connection's cache. `operator.index`
+    lets integers alone into the text (a float limit is a TypeError, as a search's
+    slice of its ranking raises)."""
+    return f"LIMIT {operator.index(n)}"
+
+
 # ---------------------------------------------------------------- items and listings
 
 
@@ -124,15 +136,16 @@ def listing(
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     current = tenant is not None and at is None and known_at is None
     shape = _row_shape()
-    sql = _listing_sql(where, _listing_index(current, below_tenant), shape)
+    hint = _listing_index(current, below_tenant)
+    sql = _listing_sql(where, hint, shape, operator.index(limit))  # a float never hits the cache
 
     def read() -> tuple[list[ItemRow] | list[PageRow], str | None]:
-        rows = list(map(shape._make, conn.execute(sql, (*params, limit, offset))))
+        rows = list(map(shape._make, conn.execute(sql, (*params, offset))))
         return rows, _first_expiry(rows)
 
     if not current or offset:  # rows before an offset could expire unseen
         return read()[0]
-    key = (sql, *params[1:], limit)  # params[0]: now, checked apart
+    key = (sql, *params[1:])  # params[0]: now, checked apart; the limit is in `sql`
     return _remembered(conn, key, read, params[0])
 
 
@@ -161,10 +174,10 @@ def _listing_index(current: bool, below_tenant: bool) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow]) -> str:
+def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow], limit: int) -> str:
     return (
         f"SELECT {aliased_columns(shape)} FROM facts f{hint} WHERE {where} "
-        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?"
+        f"ORDER BY f.known_from DESC, f.row_id DESC {limit_sql(limit)} OFFSET ?"
     )
 
 
@@ -208,12 +221,8 @@ def in_scope(
     def read() -> tuple[dict[int, int], str | None]:
         # One row of two JSON arrays, not a row a fact: a user's 100 facts at 20k cost
         # 105 -> 83 us (SQLite builds a Python tuple a row); 25 at 5k the same.
-        fact_ids, row_ids, first, count = conn.execute(
-            "SELECT json_group_array(fact_id), json_group_array(row_id), min(expires_at), "
-            "count(*) FROM (SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
-            f"WHERE {where} LIMIT ?)",
-            (*params, limit),
-        ).fetchone()
+        sql = _in_scope_sql(where, limit)
+        fact_ids, row_ids, first, count = conn.execute(sql, params).fetchone()
         # A scope cut by the LIMIT is not kept: a fact past it could expire first.
         until = params[0] if count >= limit else first
         return dict(zip(orjson.loads(fact_ids), orjson.loads(row_ids), strict=True)), until
@@ -222,6 +231,15 @@ def in_scope(
         return read()[0]
     key = ("scope", where, *params[1:], limit)  # params[0]: now, checked apart
     return _remembered(conn, key, read, params[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _in_scope_sql(where: str, limit: int) -> str:
+    return (
+        "SELECT json_group_array(fact_id), json_group_array(row_id), min(expires_at), "
+        "count(*) FROM (SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
+        f"WHERE {where} {limit_sql(limit)})"
+    )
 
 
 def _first_expiry(rows: list[ItemRow] | list[PageRow]) -> str | None:
@@ -333,8 +351,8 @@ def nearest(
         owners = f"WHERE fact_id IN (SELECT fact_id FROM facts WHERE {cond}) "
     rows = conn.execute(
         "SELECT fact_id, MIN(vec_distance_cosine(embedding, ?)) AS d FROM vector_rows "
-        f"{owners}GROUP BY fact_id ORDER BY d, fact_id LIMIT ?",
-        (query_vec, *params, n),
+        f"{owners}GROUP BY fact_id ORDER BY d, fact_id {limit_sql(n)}",
+        (query_vec, *params),
     ).fetchall()
     return [(fid, 1.0 - d) for fid, d in rows], len(rows) < n, False
 
@@ -482,12 +500,18 @@ def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQue
 def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     """The `n` best (fact_id, score) of `query` by BM25, FTS5 ranking alone; score =
     -bm25 / (1 - bm25) in [0, 1), higher is better."""
-    sql = "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
-    if query.rowids is not None:
-        sql += " AND rowid BETWEEN ? AND ?"
-    sql += " ORDER BY b LIMIT ?"
-    found = conn.execute(sql, (query.match, *(query.rowids or ()), n)).fetchall()
+    sql = _keyword_hits_sql(query.rowids is not None, n)
+    found = conn.execute(sql, (query.match, *(query.rowids or ()))).fetchall()
     return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
+
+
+@functools.lru_cache(maxsize=64)
+def _keyword_hits_sql(confined: bool, n: int) -> str:
+    within = " AND rowid BETWEEN ? AND ?" if confined else ""
+    return (
+        "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
+        f"{within} ORDER BY b {limit_sql(n)}"
+    )
 
 
 # ------------------------------------------------ keywords of a small scope, in process

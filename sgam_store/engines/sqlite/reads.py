@@ -13,6 +13,7 @@ import functools
 import itertools
 import json
 import math
+import operator
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from sgam_store.core.models import FactRow, ItemRow, PageRow, StoredKey, latest_
 from sgam_store.engines.common import reads as portable
 from sgam_store.engines.common.dialect import SQLITE, export
 from sgam_store.engines.common.predicates import aliased_columns
+from sgam_store.engines.sqlite.connection import driver
 from sgam_store.engines.sqlite.filters import filter_sql
 from sgam_store.engines.sqlite.indexing import (
     FACT_BITS,
@@ -36,6 +38,7 @@ from sgam_store.engines.sqlite.indexing import (
     stored_language,
     tenant_slot,
 )
+from sgam_store.engines.sqlite.migrations import KEYWORDS_DDL
 from sgam_store.engines.sqlite.predicates import as_list, current_sql, in_list
 from sgam_store.engines.sqlite.versions import F_COLUMNS
 
@@ -72,6 +75,17 @@ def _conjunction(*conditions: str) -> str:
     connection's statement cache and `_remembered` (a ~600-character text hashed anew
     on every listing otherwise)."""
     return " AND ".join(conditions)
+
+
+def limit_sql(n: int) -> str:
+    """`LIMIT n`, the number written into the statement, never bound: SQLite 3.50 (the
+    packaged one) plans with a bound LIMIT's value, so binding one marks the statement
+    expired and every run compiles it again (sqlite3Reprepare: 16% of the instructions of
+    one user's hybrid search at 20k; a small scope's statement 105 -> 24 us). A store
+    uses a few limits, each one statement in the connection's cache. `operator.index`
+    lets integers alone into the text (a float limit is a TypeError, as a search's
+    slice of its ranking raises)."""
+    return f"LIMIT {operator.index(n)}"
 
 
 # ---------------------------------------------------------------- items and listings
@@ -124,15 +138,16 @@ def listing(
     where, params = _search_scope(at, known_at, tenant, prefix, filter)
     current = tenant is not None and at is None and known_at is None
     shape = _row_shape()
-    sql = _listing_sql(where, _listing_index(current, below_tenant), shape)
+    hint = _listing_index(current, below_tenant)
+    sql = _listing_sql(where, hint, shape, operator.index(limit))  # a float never hits the cache
 
     def read() -> tuple[list[ItemRow] | list[PageRow], str | None]:
-        rows = list(map(shape._make, conn.execute(sql, (*params, limit, offset))))
+        rows = list(map(shape._make, conn.execute(sql, (*params, offset))))
         return rows, _first_expiry(rows)
 
     if not current or offset:  # rows before an offset could expire unseen
         return read()[0]
-    key = (sql, *params[1:], limit)  # params[0]: now, checked apart
+    key = (sql, *params[1:])  # params[0]: now, checked apart; the limit is in `sql`
     return _remembered(conn, key, read, params[0])
 
 
@@ -161,10 +176,10 @@ def _listing_index(current: bool, below_tenant: bool) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow]) -> str:
+def _listing_sql(where: str, hint: str, shape: type[ItemRow] | type[PageRow], limit: int) -> str:
     return (
         f"SELECT {aliased_columns(shape)} FROM facts f{hint} WHERE {where} "
-        "ORDER BY f.known_from DESC, f.row_id DESC LIMIT ? OFFSET ?"
+        f"ORDER BY f.known_from DESC, f.row_id DESC {limit_sql(limit)} OFFSET ?"
     )
 
 
@@ -208,12 +223,8 @@ def in_scope(
     def read() -> tuple[dict[int, int], str | None]:
         # One row of two JSON arrays, not a row a fact: a user's 100 facts at 20k cost
         # 105 -> 83 us (SQLite builds a Python tuple a row); 25 at 5k the same.
-        fact_ids, row_ids, first, count = conn.execute(
-            "SELECT json_group_array(fact_id), json_group_array(row_id), min(expires_at), "
-            "count(*) FROM (SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
-            f"WHERE {where} LIMIT ?)",
-            (*params, limit),
-        ).fetchone()
+        sql = _in_scope_sql(where, limit)
+        fact_ids, row_ids, first, count = conn.execute(sql, params).fetchone()
         # A scope cut by the LIMIT is not kept: a fact past it could expire first.
         until = params[0] if count >= limit else first
         return dict(zip(orjson.loads(fact_ids), orjson.loads(row_ids), strict=True)), until
@@ -222,6 +233,15 @@ def in_scope(
         return read()[0]
     key = ("scope", where, *params[1:], limit)  # params[0]: now, checked apart
     return _remembered(conn, key, read, params[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _in_scope_sql(where: str, limit: int) -> str:
+    return (
+        "SELECT json_group_array(fact_id), json_group_array(row_id), min(expires_at), "
+        "count(*) FROM (SELECT f.fact_id, f.row_id, f.expires_at FROM facts f "
+        f"WHERE {where} {limit_sql(limit)})"
+    )
 
 
 def _first_expiry(rows: list[ItemRow] | list[PageRow]) -> str | None:
@@ -333,8 +353,8 @@ def nearest(
         owners = f"WHERE fact_id IN (SELECT fact_id FROM facts WHERE {cond}) "
     rows = conn.execute(
         "SELECT fact_id, MIN(vec_distance_cosine(embedding, ?)) AS d FROM vector_rows "
-        f"{owners}GROUP BY fact_id ORDER BY d, fact_id LIMIT ?",
-        (query_vec, *params, n),
+        f"{owners}GROUP BY fact_id ORDER BY d, fact_id {limit_sql(n)}",
+        (query_vec, *params),
     ).fetchall()
     return [(fid, 1.0 - d) for fid, d in rows], len(rows) < n, False
 
@@ -482,12 +502,18 @@ def keyword_query(conn: Any, terms: list[str], tenant: str | None) -> KeywordQue
 def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     """The `n` best (fact_id, score) of `query` by BM25, FTS5 ranking alone; score =
     -bm25 / (1 - bm25) in [0, 1), higher is better."""
-    sql = "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
-    if query.rowids is not None:
-        sql += " AND rowid BETWEEN ? AND ?"
-    sql += " ORDER BY b LIMIT ?"
-    found = conn.execute(sql, (query.match, *(query.rowids or ()), n)).fetchall()
+    sql = _keyword_hits_sql(query.rowids is not None, n)
+    found = conn.execute(sql, (query.match, *(query.rowids or ()))).fetchall()
     return [(rowid & FACT_MASK, -b / (1.0 - b)) for rowid, b in found]
+
+
+@functools.lru_cache(maxsize=64)
+def _keyword_hits_sql(confined: bool, n: int) -> str:
+    within = " AND rowid BETWEEN ? AND ?" if confined else ""
+    return (
+        "SELECT rowid, bm25(fact_fts) AS b FROM fact_fts WHERE fact_fts MATCH ?"
+        f"{within} ORDER BY b {limit_sql(n)}"
+    )
 
 
 # ------------------------------------------------ keywords of a small scope, in process
@@ -513,17 +539,50 @@ _KEYWORD_STATE = (
 )
 
 # A keyword row as the mirror holds it: its text as stored, its tokens as FTS5's
-# unicode61 splits ASCII text (" tok  tok  tok ": each between single spaces, two
-# between neighbours, so that counting " tok " counts every occurrence), and how many
-# tokens it has. None: text other than ASCII, whose tokens are FTS5's to say.
-_Row = tuple[str, str, int] | None
+# unicode61 splits it (" tok  tok  tok ": each between single spaces, two between
+# neighbours, so that counting " tok " counts every occurrence; no token holds a space
+# or a newline), and how many tokens it has.
+_Row = tuple[str, str, int]
 
 
-def _mirror_row(body: str) -> _Row:
-    if not body.isascii():
-        return None
-    tokens = _ASCII_TOKEN.findall(body.lower())
+def _mirror_row(body: str, tokens: list[str]) -> _Row:
     return body, " " + "  ".join(tokens) + " ", len(tokens)
+
+
+def _mirror_rows(bodies: list[tuple[int, str]]) -> dict[int, _Row]:
+    """{rowid: row as the mirror holds it} of these (rowid, body): ASCII text split as
+    unicode61 splits it (letters and digits, lowercased), any other by FTS5 itself
+    (`_fts5_tokens`), all of them in one pass."""
+    rows, other = {}, []
+    for rowid, body in bodies:
+        if body.isascii():
+            rows[rowid] = _mirror_row(body, _ASCII_TOKEN.findall(body.lower()))
+        else:
+            other.append((rowid, body))
+    tokens = _fts5_tokens([body for _, body in other]) if other else []
+    for (rowid, body), split in zip(other, tokens, strict=True):
+        rows[rowid] = _mirror_row(body, split)
+    return rows
+
+
+def _fts5_tokens(texts: list[str]) -> list[list[str]]:
+    """The tokens FTS5 makes of each text, in order, from a private in-memory index with
+    the keyword table's tokenizer (its `fts5vocab` instances). Text other than ASCII is
+    unicode61's tables to split, fold and strip of diacritics ('ö' becomes 'o', 'ø' and
+    'ł' stay letters), so FTS5 says; a scope holding such a row was scored by FTS5's
+    bm25() instead, which walks every user's postings of each term (3.3 ms a search at
+    20k, for the 7% of one user's searches with a 'Søren' or a 'Łukasz' among its rows)."""
+    conn = driver().connect(":memory:")
+    try:
+        conn.execute(KEYWORDS_DDL)
+        conn.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(fact_fts, 'instance')")
+        conn.executemany("INSERT INTO fact_fts (rowid, body) VALUES (?, ?)", enumerate(texts))
+        found: list[list[str]] = [[] for _ in texts]
+        for doc, term in conn.execute("SELECT doc, term FROM tokens ORDER BY doc, offset"):
+            found[doc].append(term)
+        return found
+    finally:
+        conn.close()
 
 
 class KeywordMirror:
@@ -683,8 +742,8 @@ def scope_keywords(
     conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
 ) -> ScopeKeywords | None:
     """The keyword rows of `fact_ids` (all in `tenant`) for scoring in process; None when
-    FTS5 must score them: a row of text other than ASCII, an index larger than the
-    mirror holds, or no keyword row in the tenant yet."""
+    FTS5 must score them: an index larger than the mirror holds, or no keyword row in the
+    tenant yet."""
     return scope_keywords_sized(conn, mirror, tenant, fact_ids)[0]
 
 
@@ -713,8 +772,6 @@ def _scope_keywords(
         found = state.scopes.get(scope)
         if found is None:
             rows = _scope_rows(conn, mirror, state, slot << FACT_BITS, fact_ids)
-            if rows is None:
-                return None
             if len(state.scopes) >= KEYWORD_SCOPES:
                 state.scopes.clear()
             found = state.scopes[scope] = ScopeKeywords(state, rows)
@@ -723,14 +780,13 @@ def _scope_keywords(
 
 def _scope_rows(
     conn: Any, mirror: KeywordMirror, state: _KeywordState, base: int, fact_ids: list[int]
-) -> list[tuple[int, str, int]] | None:
-    """(fact_id, tokens, length) of the scope's keyword rows in `state` (None: one is
-    not ASCII): the whole index read at the first search, a scope's rows after a write."""
+) -> list[tuple[int, str, int]]:
+    """(fact_id, tokens, length) of the scope's keyword rows in `state`: the whole index
+    read at the first search, a scope's rows after a write."""
     known = mirror.known
     if known is None or len(known) > 2 * KEYWORD_MIRROR_ROWS:
-        known = mirror.known = {}
         rows = conn.execute("SELECT rowid, body FROM fact_fts").fetchall()
-        known.update((rowid, _mirror_row(body)) for rowid, body in rows)
+        known = mirror.known = _mirror_rows(rows)
         state.whole = True
     rowids = [base | fid for fid in fact_ids]
     if not state.whole:
@@ -743,8 +799,6 @@ def _scope_rows(
         if rowid not in known:
             continue  # no keyword row
         row = known[rowid]
-        if row is None:
-            return None
         out.append((fid, row[1], row[2]))
     return out
 
@@ -757,12 +811,14 @@ def _reread(conn: Any, known: dict[int, _Row], rowids: list[int]) -> None:
             (json.dumps(rowids),),
         ).fetchall()
     )
+    changed = []
     for rowid in rowids:
         body = read.get(rowid)
         if body is None:
             known.pop(rowid, None)
         elif (row := known.get(rowid)) is None or row[0] != body:
-            known[rowid] = _mirror_row(body)
+            changed.append((rowid, body))
+    known.update(_mirror_rows(changed))
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -1345,6 +1345,9 @@ def _check_query(query: str | None) -> None:
 
 
 def _check_page(limit: int, offset: int) -> None:
+    """Whole, non-negative numbers: limits are written into SQLite's statements."""
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (limit, offset)):
+        raise InvalidQueryError(f"limit and offset must be integers (got {limit!r}, {offset!r})")
     if limit < 0 or offset < 0:
         raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
 

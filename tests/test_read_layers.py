@@ -11,7 +11,7 @@ import pytest
 from langgraph.store.base import GetOp, SearchItem, SearchOp
 
 from sgam_store import SGAMStore
-from sgam_store.core.errors import InvalidFilterError
+from sgam_store.core.errors import InvalidFilterError, InvalidQueryError
 from sgam_store.core.models import ItemRow
 from sgam_store.read import items
 
@@ -67,6 +67,10 @@ def test_lone_listing_still_checks_its_op(store: SGAMStore) -> None:
         store.search(("memories", "u0"), filter={"kind": {"$nope": 1}})
     with pytest.raises(ValueError, match="must not be negative"):
         store.search(("memories", "u0"), limit=-1)
+    for page in ({"limit": 2.0}, {"limit": True}, {"offset": 1.5}):  # listing and search alike
+        for query in (None, "tea"):
+            with pytest.raises(InvalidQueryError, match="must be integers"):
+                store.search(("memories", "u0"), query=query, **page)
 
 
 def test_lone_listing_refreshes_ttl(target: str) -> None:

@@ -338,8 +338,7 @@ def _first_step(
 ) -> Any | None:
     """The engine's `hybrid_first` (an optional feature, see `core.engine.OPTIONAL`):
     both rankings' first batches, their scope check and the keyword batch's cosines in
-    one round trip, where no in-process scan answers; None where the engine has none or
-    declines (a scope its vector index must walk)."""
+    one round trip, where no in-process scan answers; None where the engine has none."""
     step = getattr(bounds.engine.reads, "hybrid_first", None)
     if step is None or scan() is not None:
         return None

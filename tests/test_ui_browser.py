@@ -372,6 +372,12 @@ def test_the_review_and_the_changes_walk_past_their_first_page(wide: Any, real: 
     assert wide.locator("#decisions-pager span").inner_text() == "page 2"
 
 
+# How many line boxes each element's text takes.
+ONE_LINE = """els => els.map(e => {
+    const r = document.createRange(); r.selectNodeContents(e); return r.getClientRects().length;
+})"""
+
+
 def test_a_key_rewritten_525_times_draws_every_version(wide: Any, real: tuple) -> None:
     """A page of versions at a time (the picture and the table the same ones, in write
     order), walked to the end: every version the store wrote shows once."""
@@ -388,6 +394,8 @@ def test_a_key_rewritten_525_times_draws_every_version(wide: Any, real: tuple) -
         )
         bars = wide.locator("svg g.version").evaluate_all("gs => gs.map(g => g.dataset.factId)")
         assert rows == bars and rows
+        lines = wide.locator("#versions td.id").evaluate_all(ONE_LINE)
+        assert set(lines) == {1}, lines  # "#101" never breaks into "#10" and "1"
         seen += rows
         following = wide.locator('a[rel="next"]')
         if not following.count():

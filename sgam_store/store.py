@@ -187,7 +187,7 @@ class SGAMStore(BaseStore):
         self.retrieval = (  # checked before a connection opens
             retrieval
             if isinstance(retrieval, RetrievalConfig)
-            else RetrievalConfig(**(retrieval or {}))
+            else RetrievalConfig.of(retrieval)
         )
         self.engine = open_engine(
             conn, dims=dims, tenant_at=tenant_at, read_only=read_only, **engine_options

@@ -5,6 +5,7 @@ default) the order is today's, to the byte; a diversity outside [0, 1) is refuse
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -107,3 +108,11 @@ def test_spread_is_mmr_in_one_pass(
 
     assert spread(fused, episodes_of, n, d) == _greedy(fused, episodes, n, d)
     assert asked == [[row for _, _, row in fused[:n]]]  # the first n hits' episodes alone
+
+
+def test_an_unknown_retrieval_setting_is_named(db_path: str) -> None:
+    """A typo ("diversty") is a ConfigurationError that names it and the known settings,
+    and no file is made."""
+    with pytest.raises(ConfigurationError, match=r"'diversty'.*known: .*diversity"):
+        SGAMStore(db_path, retrieval={"diversty": 0.1})
+    assert not os.path.exists(db_path)

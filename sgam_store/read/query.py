@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from langgraph.store.base import SearchOp
@@ -92,6 +92,19 @@ class RetrievalConfig:
     time_weight: float = 1.0
     diversity: float = 0.0
     named_subjects: bool = False
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any] | None) -> RetrievalConfig:
+        """The config a `retrieval=` dict asks for; a setting it does not know (a typo)
+        is a ConfigurationError naming the ones it does, not a bare TypeError."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(settings or {}) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown retrieval setting {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        return cls(**(settings or {}))
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "vector", "keyword"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgam_store.engines.sqlite.reads import ScopeKeywords, _KeywordState, _mirror_row
+from sgam_store.engines.sqlite.reads import ScopeKeywords, _KeywordState, _mirror_rows
 
 WORDS = ["tea", "te", "ea", "t", "1", "12", "123", "user", "tea1", "a"]
 BODY = st.lists(st.sampled_from([*WORDS, "Tea!", "tea-time"]), max_size=8).map(" ".join)
@@ -16,11 +16,8 @@ BODY = st.lists(st.sampled_from([*WORDS, "Tea!", "tea-time"]), max_size=8).map("
 @settings(max_examples=300, deadline=None)
 @given(st.lists(BODY, max_size=40))
 def test_rows_holding_a_token_are_those_each_rows_test_finds(bodies: list[str]) -> None:
-    rows = []
-    for i, body in enumerate(bodies):
-        row = _mirror_row(body)
-        assert row is not None
-        rows.append((i, row[1], row[2]))
+    mirrored = _mirror_rows(list(enumerate(bodies)))
+    rows = [(i, mirrored[i][1], mirrored[i][2]) for i in range(len(bodies))]
     scope = ScopeKeywords(_KeywordState(None), rows)
     for token in [*WORDS, "time", "absent"]:
         expected = [i for i, text in enumerate(scope.texts) if f" {token} " in text]

@@ -116,6 +116,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "transformable_batch",
             "transformable_count",
             "with_vectors",
+            "unembedded_batch",
             "still_believed",
             "delete_keyword_row",
             "log_rewrite",

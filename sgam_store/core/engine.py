@@ -60,6 +60,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "nearest",
             "nearest_exact",
             "similarities",
+            "vectors",
             "highest_row_id",
             "keyword_frequency",
             "keyword_terms",

@@ -76,6 +76,9 @@ class RetrievalConfig:
     questions whose evidence sits in several conversations.
     `named_subjects` (default False) ranks first, in hybrid search, the memories of the
     subjects under the prefix that the query names (`subjects.named`).
+    `centering` (default False) ranks a small scope's hybrid candidates by cosine taken
+    about the scope's mean vector (`scoring.centered`), so turns that resemble the whole
+    conversation (small talk, a speaker's name) stop outranking the ones that answer.
     """
 
     mode: str = "hybrid"
@@ -92,6 +95,7 @@ class RetrievalConfig:
     time_weight: float = 1.0
     diversity: float = 0.0
     named_subjects: bool = False
+    centering: bool = False
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> RetrievalConfig:
@@ -138,7 +142,7 @@ class RetrievalConfig:
 
     def _check_levers(self) -> None:
         """A diversity that weighs relevance at all (at 1 the order would ignore the
-        query), and a plain switch for named subjects."""
+        query), and plain switches for named subjects and centering."""
         d = self.diversity
         if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
             raise ConfigurationError(f"diversity must be a number in [0, 1): {d!r}")
@@ -146,6 +150,8 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"named_subjects must be True or False: {self.named_subjects!r}"
             )
+        if not isinstance(self.centering, bool):
+            raise ConfigurationError(f"centering must be True or False: {self.centering!r}")
 
     def _check_fusion_numbers(self) -> None:
         """Weights and depths that rank at all: a negative or NaN weight would turn a

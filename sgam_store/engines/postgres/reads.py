@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy
+
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, ItemRow, ScopeSignals, StoredKey, latest_per_key
 from sgam_store.engines.common import reads as portable
@@ -278,6 +280,17 @@ def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, 
         (_vector(query_vec), list(fact_ids)),
     ).fetchall()
     return {fid: 1.0 - d for fid, d in rows}
+
+
+def vectors(conn: Any, fact_ids: list[int]) -> list[tuple[int, bytes]]:
+    """(fact_id, float32 bytes) of every stored field vector of `fact_ids` (see SQLite's);
+    pgvector's text form, parsed here, as `transfer.export_rows` reads it."""
+    rows = conn.execute(
+        "SELECT fact_id, embedding::text FROM fact_vectors WHERE fact_id = ANY(%s)",
+        (list(fact_ids),),
+    ).fetchall()
+    return [(fid, numpy.array(text.strip("[]").split(","), numpy.float32).tobytes())
+            for fid, text in rows]  # fmt: skip
 
 
 # ---------------------------------------------------------------- keywords (tsvector)

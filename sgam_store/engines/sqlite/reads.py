@@ -390,6 +390,15 @@ def similarities(conn: Any, fact_ids: list[int], query_vec: bytes) -> dict[int, 
     return {fid: 1.0 - d for fid, d in rows}
 
 
+def vectors(conn: Any, fact_ids: list[int]) -> list[tuple[int, bytes]]:
+    """(fact_id, float32 bytes) of every stored field vector of `fact_ids`: the vectors a
+    centered search takes its scope's mean from (`read.scoring.centered`)."""
+    return conn.execute(
+        f"SELECT fact_id, embedding FROM vector_rows WHERE {in_list('fact_id')}",
+        (as_list(fact_ids),),
+    ).fetchall()
+
+
 # ---------------------------------------------------------------- keywords (FTS5)
 
 

@@ -1,0 +1,99 @@
+"""Centered cosines in a small scope (issue 40): `retrieval={"centering": True}` ranks a
+hybrid search's candidates by cosine about the scope's mean vector, so turns that lean the
+way the whole conversation leans (a speaker's name, small talk) stop outranking the turn
+that answers. Off (the default) nothing changes; reported scores stay plain cosines; a
+setting that is not a bool is refused."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from sgam_store import ConfigurationError, SGAMStore
+from sgam_store.read.scoring import centered
+
+ENGINES = ("sqlite", "postgres")
+DIMS = 8
+
+# Every turn of Leo's leans along axis 0 (his voice, the chat's register); small talk
+# says little else (each its own minor axis), the answer says more (axis 7). The
+# question names Leo, so it leans along axis 0 too; its words match no turn's, so
+# vectors alone decide.
+SMALL_TALK = {f"chatter number {n}": {0: 0.95, 1 + n: 0.31} for n in range(5)}
+ANSWER = {"signed up for a photography course": {0: 0.6, 7: 0.8}}
+QUESTION = {"Which classes is Leo taking?": {0: 0.95, 7: 0.31}}
+
+
+class Placed(Embeddings):
+    """Vectors placed by hand (a stand-in for a model, as conftest's HashEmbeddings is):
+    each text's components, by axis."""
+
+    def __init__(self, table: dict[str, dict[int, float]]) -> None:
+        self.table = table
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * DIMS
+        for axis, value in self.table[text].items():
+            vec[axis] = value
+        return vec
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+def _open(target: str, **retrieval: object) -> SGAMStore:
+    embed = Placed({**SMALL_TALK, **ANSWER, **QUESTION})
+    index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    return SGAMStore.from_conn_string(target, index=index, retrieval=retrieval)
+
+
+@pytest.fixture
+def chat(target: str) -> Iterator[str]:
+    with _open(target) as store:
+        store.setup()
+        for n, text in enumerate([*SMALL_TALK, *ANSWER]):
+            store.put(("acme", "leo"), f"t{n}", {"text": text})
+    yield target
+
+
+def _hits(target: str, **retrieval: object) -> list[tuple[str, float]]:
+    with _open(target, **retrieval) as store:
+        hits = store.search(("acme", "leo"), query=next(iter(QUESTION)), limit=3)
+        return [(hit.key, hit.score) for hit in hits]
+
+
+def test_centering_ranks_the_answer_above_small_talk(chat: str) -> None:
+    plain = _hits(chat)
+    assert "t5" not in [key for key, _ in plain]  # the speaker's small talk fills the page
+    spread = _hits(chat, centering=True)
+    assert spread[0][0] == "t5"
+    scores = [score for _, score in spread]
+    assert scores == sorted(scores, reverse=True)
+    # Scores stay plain cosines: the best of the page is small talk's 0.95*0.95.
+    assert spread[0][1] == pytest.approx(max(score for _, score in plain), abs=1e-6)
+
+
+def test_centering_off_is_the_default(chat: str) -> None:
+    assert _hits(chat) == _hits(chat, centering=False)
+
+
+def test_centered_cosines_take_each_facts_best_field() -> None:
+    vectors = [np.array(v, np.float32) for v in ([1, 0, 0], [0.8, 0.6, 0], [0.8, 0, 0.6])]
+    rows = [(1, vectors[0].tobytes()), (2, vectors[1].tobytes()), (2, vectors[2].tobytes())]
+    query = np.array([0.8, 0.6, 0], np.float32).tobytes()
+    sims = centered(rows, query)
+    assert set(sims) == {1, 2} and sims[2] > sims[1]
+    assert all(-1 - 1e-6 <= s <= 1 + 1e-6 and math.isfinite(s) for s in sims.values())
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_a_centering_that_is_not_a_bool_is_refused(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="centering must be True or False"):
+        SGAMStore(":memory:", retrieval={"centering": bad})

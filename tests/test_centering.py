@@ -14,6 +14,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from sgam_store import ConfigurationError, SGAMStore
+from sgam_store.read import scoring
 from sgam_store.read.scoring import centered
 
 ENGINES = ("sqlite", "postgres")
@@ -63,16 +64,17 @@ def chat(target: str) -> Iterator[str]:
     yield target
 
 
-def _hits(target: str, **retrieval: object) -> list[tuple[str, float]]:
+def _hits(target: str, prefix: tuple[str, ...] = ("acme", "leo"), **retrieval: object) -> list:
     with _open(target, **retrieval) as store:
-        hits = store.search(("acme", "leo"), query=next(iter(QUESTION)), limit=3)
+        hits = store.search(prefix, query=next(iter(QUESTION)), limit=3)
         return [(hit.key, hit.score) for hit in hits]
 
 
-def test_centering_ranks_the_answer_above_small_talk(chat: str) -> None:
-    plain = _hits(chat)
+@pytest.mark.parametrize("prefix", [("acme", "leo"), ("acme",)], ids=["subject", "tenant"])
+def test_centering_ranks_the_answer_above_small_talk(chat: str, prefix: tuple) -> None:
+    plain = _hits(chat, prefix)
     assert "t5" not in [key for key, _ in plain]  # the speaker's small talk fills the page
-    spread = _hits(chat, centering=True)
+    spread = _hits(chat, prefix, centering=True)
     assert spread[0][0] == "t5"
     scores = [score for _, score in spread]
     assert scores == sorted(scores, reverse=True)
@@ -97,3 +99,12 @@ def test_centered_cosines_take_each_facts_best_field() -> None:
 def test_a_centering_that_is_not_a_bool_is_refused(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="centering must be True or False"):
         SGAMStore(":memory:", retrieval={"centering": bad})
+
+
+def test_a_scope_past_the_small_ceiling_is_ranked_plainly(
+    chat: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above SMALL_SCOPE_MAX facts the scope's vectors are not read: centering is ignored
+    there (the ceiling lowered to 3 here, below the tenant's 6 facts)."""
+    monkeypatch.setattr(scoring, "SMALL_SCOPE_MAX", 3)
+    assert _hits(chat, ("acme",), centering=True) == _hits(chat, ("acme",))

@@ -76,9 +76,10 @@ class RetrievalConfig:
     questions whose evidence sits in several conversations.
     `named_subjects` (default False) ranks first, in hybrid search, the memories of the
     subjects under the prefix that the query names (`subjects.named`).
-    `centering` (default False) ranks a small scope's hybrid candidates by cosine taken
-    about the scope's mean vector (`scoring.centered`), so turns that resemble the whole
-    conversation (small talk, a speaker's name) stop outranking the ones that answer.
+    `centering` (default False) ranks a hybrid search's candidates by cosine taken about
+    the scope's mean vector (`scoring.centered`), so turns that resemble the whole
+    conversation (small talk, a speaker's name) stop outranking the ones that answer;
+    in a scope of at most 2,000 facts (`scope.SMALL_SCOPE_MAX`), else it is ignored.
     """
 
     mode: str = "hybrid"

@@ -20,7 +20,7 @@ import numpy as np
 from sgam_store.read import subjects
 from sgam_store.read.candidates import Found
 from sgam_store.read.query import Ranked, RetrievalConfig, Scan, Search, vector_depth
-from sgam_store.read.scope import Bounds
+from sgam_store.read.scope import SMALL_SCOPE_MAX, Bounds
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ def score(bounds: Bounds, search: Search, found: Found) -> Signals:
         return _small(bounds, search, found)
     if not search.hybrid:
         return Signals(vector=found.vector or [])
+    if search.cfg.centering and (whole := _whole(bounds, search, found)) is not None:
+        return _small(bounds, search, whole)
     vector = (found.vector or [])[: contributed(search.depth, search.cfg)]
     cosine = {fid: sim for fid, sim, _ in vector}
     missing = [fid for fid, _, _ in found.keyword if fid not in cosine]
@@ -88,6 +90,18 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     if extra:  # else already in this order (a stable sort would keep it)
         vector = sorted(vector + extra, key=lambda t: -t[1])
     return _both(bounds, search, vector, keyword, cosine)
+
+
+def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
+    """A tenant-wide scope's facts with their cosines, as a small scope's are, so that
+    `centering` can take their mean: where it holds at most SMALL_SCOPE_MAX facts (a
+    user's tenant of subjects, one per speaker); None above that (ranked plainly)."""
+    engine, conn = bounds.engine, bounds.conn
+    members = engine.reads.in_scope(conn, *bounds.where, SMALL_SCOPE_MAX + 1)
+    if len(members) > SMALL_SCOPE_MAX:
+        return None
+    cosine = cosine_for(engine, conn, list(members), search.vector, found.scan)
+    return Found(keyword=found.keyword, cosine=cosine, members=members)
 
 
 def _both(

@@ -9,6 +9,9 @@ usage:
     python benchmarks/retrieval_hard.py --retrieval '{"mode": "vector"}' \\
         --retrieval '{"vector_weight": 2, "depth": 50}' --json tune.json
 
+`--misses` adds, per run, where each evidence turn missing from its top 10 ranks on the
+keyword side, the vector side and the run itself, each asked 100 deep (`misses`).
+
 Every `--retrieval` is one run with those `RetrievalConfig` overrides (SGAMStore's
 `retrieval=`); without any, the default hybrid and the vector and keyword modes run.
 Tune on `--split tune` (the default), report on `--split test`. The turns are stored and
@@ -58,6 +61,10 @@ KS = (1, 5, 10)
 WHOLE = f"recall_all@{max(KS)}"
 MODES = {"hybrid": {}, "vector": {"mode": "vector"}, "keyword": {"mode": "keyword"}}
 HASH_DIMS = 256
+# `--misses`: each side asked this deep, and where a missing evidence turn ranks on it
+MISS_DEPTH = 100
+MISS_SIDES = {"keyword": {"mode": "keyword"}, "vector": {"mode": "vector"}, "run": {}}
+MISS_BUCKETS = (("top 10", 10), ("11-30", 30), ("31-100", MISS_DEPTH))
 
 
 class HashEmbeddings(Embeddings):
@@ -205,16 +212,17 @@ def load(
                     store.replace_fact(fact)
 
 
-def ask(
+def ranked(
     path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict,
     language: str | None = None, stores: dict[str, dict] | None = None,
-    by_speaker: bool = False,
-) -> list[Outcome]:  # fmt: skip
-    """Every question of `dataset`, searched in its conversation with this config, in the
-    order of `dataset.questions`. `stores` holds settings of one language's store, as its
-    app would configure it; the run's `retrieval` overrides them. `by_speaker`: the
-    turns were filed by speaker, so the conversation is its user's whole tenant."""
-    found_by_question: dict[int, Outcome] = {}
+    by_speaker: bool = False, limit: int = max(KS),
+) -> list[list[str]]:  # fmt: skip
+    """Every question's ranked keys (best first, at most `limit`), searched in its
+    conversation with this config, in the order of `dataset.questions`. `stores` holds
+    settings of one language's store, as its app would configure it; the run's
+    `retrieval` overrides them. `by_speaker`: the turns were filed by speaker, so the
+    conversation is its user's whole tenant."""
+    keys_by_question: dict[int, list[str]] = {}
     for lang, conversations in by_language(dataset, language).items():
         config = {**(stores or {}).get(lang, {}), **retrieval}
         with SGAMStore.from_conn_string(
@@ -226,9 +234,63 @@ def ask(
                     # A dated question is asked on its day: through an as-of view, whose
                     # instant is the search's reference (what "last May" resolves against).
                     view = store.as_of(q.asked) if q.asked else store
-                    found = view.search(where, query=q.text, limit=max(KS))
-                    found_by_question[id(q)] = outcome(q, [item.key for item in found])
-    return [found_by_question[id(q)] for q in dataset.questions]
+                    found = view.search(where, query=q.text, limit=limit)
+                    keys_by_question[id(q)] = [item.key for item in found]
+    return [keys_by_question[id(q)] for q in dataset.questions]
+
+
+def ask(
+    path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict,
+    language: str | None = None, stores: dict[str, dict] | None = None,
+    by_speaker: bool = False,
+) -> list[Outcome]:  # fmt: skip
+    """Every question of `dataset` answered with this config (`ranked`'s top 10)."""
+    found = ranked(path, dataset, index, retrieval, language, stores, by_speaker)
+    return [outcome(q, keys) for q, keys in zip(dataset.questions, found, strict=True)]
+
+
+def misses(
+    path: str, dataset: Dataset, index: dict[str, Any], retrieval: dict,
+    language: str | None = None, stores: dict[str, dict] | None = None,
+    by_speaker: bool = False,
+) -> dict[str, dict[str, dict[str, int]]]:  # fmt: skip
+    """Where the evidence turns missing from this config's top 10 rank on each side:
+    {category: {side: {bucket: turns}}}, the sides the keyword and vector modes and this
+    config itself, each asked for its first MISS_DEPTH. A failure analysis, so through
+    the public search: the keyword mode keeps the terms hybrid search drops as common,
+    and hybrid asked for 100 fuses deeper candidates than asked for 10."""
+    args = (language, stores, by_speaker)
+    top = ranked(path, dataset, index, retrieval, *args)
+    deep = {side: ranked(path, dataset, index, {**retrieval, **mode}, *args, MISS_DEPTH)
+            for side, mode in MISS_SIDES.items()}  # fmt: skip
+    table: dict[str, dict[str, dict[str, int]]] = {}
+    for n, q in enumerate(dataset.questions):
+        for key in (k for k in q.evidence if k not in top[n]):
+            row = table.setdefault(q.category, {side: {} for side in MISS_SIDES})
+            for side, found in deep.items():
+                place = _place(found[n], key)
+                row[side][place] = row[side].get(place, 0) + 1
+    return table
+
+
+def _place(keys: list[str], key: str) -> str:
+    """The MISS_BUCKETS bucket of `key`'s rank in `keys`, or "past 100"."""
+    rank = keys.index(key) + 1 if key in keys else math.inf
+    return next((name for name, deepest in MISS_BUCKETS if rank <= deepest), "past 100")
+
+
+def misses_table(table: dict[str, dict[str, dict[str, int]]]) -> str:
+    """`misses` as Markdown: a row per category and side."""
+    buckets = [b for b, _ in MISS_BUCKETS] + ["past 100"]
+    lines = [
+        "| category | side | missing | " + " | ".join(buckets) + " |",
+        "|---|---|---:|" + "---:|" * len(buckets),
+    ]
+    for category, sides in table.items():
+        for side, places in sides.items():
+            cells = " | ".join(str(places.get(b, 0)) for b in buckets)
+            lines.append(f"| {category} | {side} | {sum(places.values())} | {cells} |")
+    return "\n".join(lines)
 
 
 def evaluate(
@@ -241,10 +303,12 @@ def evaluate(
     language: str | None = None,
     stores: dict[str, dict] | None = None,
     by_speaker: bool = False,
+    missing: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Load `dataset` into new SGAM files beside `path` (one per keyword language, see
     `load`) and embed its questions, then summarize each run's answers; `timings`
-    receives the seconds of that load and of each run, by label."""
+    receives the seconds of that load and of each run, by label; `missing`, where given,
+    each run's `misses`."""
     memo = QueryMemo(embeddings)
     index = index_config(memo, dims)
     timings = {} if timings is None else timings
@@ -258,6 +322,8 @@ def evaluate(
         answers = ask(path, dataset, index, retrieval, language, stores, by_speaker)
         results[label] = summarize(answers)
         timings[label] = time.perf_counter() - started
+        if missing is not None:
+            missing[label] = misses(path, dataset, index, retrieval, language, stores, by_speaker)
     return results
 
 
@@ -305,6 +371,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=18, help="data set seed (keep for reports)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--vectors", type=Path, help="reuse and extend this vector file")
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="also print where the evidence missing from each run's top 10 ranks on the "
+        "keyword side, the vector side and the run itself, asked 100 deep",
+    )
     return parser.parse_args(argv)
 
 
@@ -325,6 +397,7 @@ def main(argv: list[str] | None = None) -> None:
         f"sgam_store source sha256 {source_hash()}"
     )
     timings: dict[str, float] = {}
+    missing: dict[str, Any] | None = {} if args.misses else None
     embeddings, dims = embedding(args.embedding)
     if args.vectors:
         embeddings = VectorFile(embeddings, args.vectors, args.embedding)
@@ -332,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
         path = str(Path(tmp) / "hard.db")
         results = evaluate(
             path, dataset, embeddings, dims, runs, timings, args.language, args.store,
-            args.layout == "speakers",
+            args.layout == "speakers", missing,
         )  # fmt: skip
     if isinstance(embeddings, VectorFile):
         embeddings.save()
@@ -340,11 +413,15 @@ def main(argv: list[str] | None = None) -> None:
         stale = summary.get("changing", {}).get("stale_first")
         note = "" if stale is None else f", stale first {stale:.3f}"
         print(f"\n{label} ({timings[label]:.1f} s{note})\n{table(summary)}")
+        if missing is not None:
+            where = misses_table(missing[label])
+            print(f"\nevidence missing from the top 10, where it ranks\n{where}")
     print(f"\nload, embed turns and questions: {timings['load']:.1f} s")
     if args.json:
         report = {"split": args.split, "embedding": args.embedding, "seed": args.seed,
                   "language": args.language, "stores": args.store,
-                  "runs": runs, "results": results, "seconds": timings}  # fmt: skip
+                  "runs": runs, "results": results, "seconds": timings,
+                  "misses": missing}  # fmt: skip
         args.json.write_text(json.dumps(report, indent=2))
 
 

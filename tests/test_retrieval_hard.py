@@ -37,6 +37,8 @@ from retrieval_hard import (
     evaluate,
     index_config,
     main,
+    misses,
+    misses_table,
     outcome,
     store_path,
     summarize,
@@ -220,6 +222,31 @@ def test_small_run_through_a_store(tmp_path: Path) -> None:
     outcomes = ask(path, small, index, {"mode": "keyword"})
     missed = [q.text for i, q in exact if outcomes[i].recall[-1] == 0]
     assert missed == []
+
+
+def test_misses_place_every_missing_evidence_turn_on_each_side(tmp_path: Path) -> None:
+    small = generate(english=2, spanish=0, sessions=4, dated=0)
+    path = str(tmp_path / "hard.db")
+    evaluate(path, small, HashEmbeddings(), HASH_DIMS, {})
+    index = index_config(HashEmbeddings(), HASH_DIMS)
+    run = {"mode": "vector"}  # misses more than hybrid: something to place
+    outcomes = ask(path, small, index, run)
+    missing: dict[str, int] = {}
+    for q, o in zip(small.questions, outcomes, strict=True):
+        found = round(o.recall[-1] * len(q.evidence))
+        if found < len(q.evidence):
+            missing[q.category] = missing.get(q.category, 0) + len(q.evidence) - found
+    assert missing, "the vector mode misses some evidence in the top 10"
+    table = misses(path, small, index, run)
+    assert {c: sum(table[c]["run"].values()) for c in table} == missing
+    for sides in table.values():
+        assert list(sides) == ["keyword", "vector", "run"]
+        assert len({sum(places.values()) for places in sides.values()}) == 1
+        # the run is the vector mode: what it missed in its top 10 ranks past 10 there
+        assert sides["run"] == sides["vector"] and "top 10" not in sides["run"]
+    lines = misses_table(table).splitlines()
+    assert lines[0] == "| category | side | missing | top 10 | 11-30 | 31-100 | past 100 |"
+    assert len(lines) == 2 + 3 * len(table)
 
 
 def test_each_language_gets_its_store_unless_one_is_named() -> None:

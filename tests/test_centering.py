@@ -49,10 +49,12 @@ class Placed(Embeddings):
         return self._embed(text)
 
 
-def _open(target: str, **retrieval: object) -> SGAMStore:
+def _open(target: str, vector_cache: bool = True, **retrieval: object) -> SGAMStore:
     embed = Placed({**SMALL_TALK, **ANSWER, **QUESTION})
     index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
-    return SGAMStore.from_conn_string(target, index=index, retrieval=retrieval)
+    return SGAMStore.from_conn_string(
+        target, index=index, retrieval=retrieval, vector_cache=vector_cache
+    )
 
 
 @pytest.fixture
@@ -87,10 +89,9 @@ def test_centering_off_is_the_default(chat: str) -> None:
 
 
 def test_centered_cosines_take_each_facts_best_field() -> None:
-    vectors = [np.array(v, np.float32) for v in ([1, 0, 0], [0.8, 0.6, 0], [0.8, 0, 0.6])]
-    rows = [(1, vectors[0].tobytes()), (2, vectors[1].tobytes()), (2, vectors[2].tobytes())]
+    matrix = np.array([[1, 0, 0], [0.8, 0.6, 0], [0.8, 0, 0.6]], np.float32)
     query = np.array([0.8, 0.6, 0], np.float32).tobytes()
-    sims = centered(rows, query)
+    sims = centered(np.array([1, 2, 2]), matrix, query)
     assert set(sims) == {1, 2} and sims[2] > sims[1]
     assert all(-1 - 1e-6 <= s <= 1 + 1e-6 and math.isfinite(s) for s in sims.values())
 
@@ -108,3 +109,14 @@ def test_a_scope_past_the_small_ceiling_is_ranked_plainly(
     there (the ceiling lowered to 3 here, below the tenant's 6 facts)."""
     monkeypatch.setattr(scoring, "SMALL_SCOPE_MAX", 3)
     assert _hits(chat, ("acme",), centering=True) == _hits(chat, ("acme",))
+
+
+@pytest.mark.parametrize("prefix", [("acme", "leo"), ("acme",)], ids=["subject", "tenant"])
+def test_the_mirror_and_the_database_give_the_same_vectors(chat: str, prefix: tuple) -> None:
+    """SQLite's in-process mirror (float32, or int8 with its exact rows) and the stored
+    vectors (`vector_cache=False`, PostgreSQL) center alike."""
+    read = _hits(chat, prefix, centering=True)
+    for retrieval in ({"vector_cache": False}, {"vector_mirror": "int8"}):
+        other = _hits(chat, prefix, centering=True, **retrieval)
+        assert [key for key, _ in other] == [key for key, _ in read]
+        assert [score for _, score in other] == pytest.approx([score for _, score in read])

@@ -57,13 +57,16 @@ class Found:
     (a small scope's: every fact's; hybrid search's: those of the first keyword batch
     where the engine's first step took them, None for a fact without vectors).
     `members`: a small scope's facts (fact_id -> row_id), else None. `scan`: the vector
-    mirror's finished scan, for the cosines of keyword hits (None: the engine answers)."""
+    mirror's finished scan, for the cosines of keyword hits (None: the engine answers).
+    `mirror`: the engine's in-process vector mirror where it answers this search (its
+    `units` give `centering` the scope's vectors), else None."""
 
     keyword: Ranked = field(default_factory=list)
     vector: Ranked | None = None
     cosine: dict[int, Any] = field(default_factory=dict)
     members: dict[int, int] | None = None
     scan: Scan | None = None
+    mirror: Any | None = None
 
 
 def gather(bounds: Bounds, search: Search, sources: Sources) -> Found:
@@ -83,7 +86,8 @@ def gather(bounds: Bounds, search: Search, sources: Sources) -> Found:
     vector, keyword, known = hybrid_rankings(
         bounds, search.vector, search.depth, seen, scan, keywords
     )
-    return Found(keyword, vector, known, scan=scan())  # finished: the rankings awaited it
+    done = scan()  # finished: the rankings awaited it
+    return Found(keyword, vector, known, scan=done, mirror=sources.cache if done else None)
 
 
 def _small(bounds: Bounds, search: Search, sources: Sources) -> Found:
@@ -105,16 +109,16 @@ def _small(bounds: Bounds, search: Search, sources: Sources) -> Found:
         keyword = [(fid, score, members[fid]) for fid, score in hits]
     if search.vector is None:
         return Found(keyword=keyword[: search.want])
+    mirror = _mirror(bounds, search.vector, sources.cache)
     cosine = small.cosines
     if cosine is None:
-        cosine = _cosines(bounds, ids, search.vector, sources.cache)
-    return Found(keyword=keyword, cosine=cosine, members=members)
+        cosine = _cosines(bounds, ids, search.vector, mirror)
+    return Found(keyword=keyword, cosine=cosine, members=members, mirror=mirror)
 
 
 def _cosines(
-    bounds: Bounds, fact_ids: list[int], query_vec: bytes, cache: Any | None
+    bounds: Bounds, fact_ids: list[int], query_vec: bytes, mirror: Any | None
 ) -> dict[int, float]:
-    mirror = _mirror(bounds, query_vec, cache)
     if mirror is not None:
         return mirror.similarities(query_vec, fact_ids)
     return bounds.engine.reads.similarities(bounds.conn, fact_ids, query_vec)

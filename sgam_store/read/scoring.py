@@ -80,7 +80,7 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     deep = contributed(search.depth, search.cfg) if search.hybrid else search.want
     ranks = cosine  # what orders the vector ranking; `cosine` stays the reported score
     if search.hybrid and search.cfg.centering and cosine:
-        ranks = centered(bounds.engine.reads.vectors(bounds.conn, list(cosine)), search.vector)
+        ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
     vector = [(fid, sim, members[fid]) for fid, sim in best_first(ranks, deep)]
     if not search.hybrid:
         return Signals(vector=vector)
@@ -101,7 +101,18 @@ def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
     if len(members) > SMALL_SCOPE_MAX:
         return None
     cosine = cosine_for(engine, conn, list(members), search.vector, found.scan)
-    return Found(keyword=found.keyword, cosine=cosine, members=members)
+    return Found(keyword=found.keyword, cosine=cosine, members=members, mirror=found.mirror)
+
+
+def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(fact id of each row, its row) of every stored field vector of `fact_ids`: from
+    the in-process mirror where it answers the search, else read (`reads.vectors`)."""
+    if found.mirror is not None:
+        return found.mirror.units(fact_ids)
+    rows = bounds.engine.reads.vectors(bounds.conn, fact_ids)
+    ids = np.fromiter((fid for fid, _ in rows), np.int64, len(rows))
+    matrix = np.frombuffer(b"".join(blob for _, blob in rows), np.float32)
+    return ids, matrix.reshape(len(rows), -1)
 
 
 def _both(
@@ -182,23 +193,26 @@ def best_first(cosine: dict[int, float], n: int) -> list[tuple[int, float]]:
     return sorted(sorted(cosine.items()), key=itemgetter(1), reverse=True)[:n]
 
 
-def centered(vectors: list[tuple[int, bytes]], query: bytes) -> dict[int, float]:
+def centered(ids: np.ndarray, matrix: np.ndarray, query: bytes) -> dict[int, float]:
     """Each fact's best-field cosine with the query, both taken about the mean of the
-    scope's unit vectors.
+    scope's unit vectors (`matrix`: a row per stored field vector, `ids` its fact's).
 
     A conversation's turns share a direction: the speakers' names, chat register, small
     talk. A query that names a speaker leans the same way, so a plain cosine ranks the
     shortest turns of that speaker ("Leo: Let's catch up soon.") first. Subtracting the
     mean (as "all-but-the-top" post-processing does for word vectors) leaves what sets
-    each turn apart. On `benchmarks/retrieval_hard.py`'s tune split, MiniLM, vector
-    recall@10 0.530 -> 0.610, every category higher (docs/read-path.md).
+    each turn apart. On `benchmarks/retrieval_hard.py`'s tune split (MiniLM) hybrid
+    recall@10 went 0.667 -> 0.703, multi-session 0.556 -> 0.630 (docs/read-path.md).
     """
-    ids = np.fromiter((fid for fid, _ in vectors), np.int64, len(vectors))
-    matrix = np.frombuffer(b"".join(blob for _, blob in vectors), np.float32)
-    matrix = _unit(matrix.reshape(len(ids), -1))
+    if not len(ids):
+        return {}
+    matrix = _unit(matrix)
     mean = matrix.mean(axis=0)
-    q = _unit(np.frombuffer(query, np.float32)[None, :])[0] - mean
-    sims = _unit(matrix - mean) @ _unit(q[None, :])[0]
+    q = np.frombuffer(query, np.float32)
+    q = q / (np.sqrt(q @ q) or 1.0) - mean
+    rel = matrix - mean
+    norms = np.sqrt(np.einsum("ij,ij->i", rel, rel)) * np.sqrt(q @ q)
+    sims = (rel @ q) / np.where(norms > 0, norms, 1.0)  # 0 where either has no direction
     # Ascending, so a fact's best field is the last one written: its value in the dict.
     order = np.argsort(sims, kind="stable")
     return dict(zip(ids[order].tolist(), sims[order].tolist(), strict=True))

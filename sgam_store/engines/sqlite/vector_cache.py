@@ -682,6 +682,27 @@ class VectorCache:
             out.update(zip(held[mine].tolist(), best.tolist(), strict=True))
         return out
 
+    def units(self, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(fact id of each row, its unit float32 row) of the facts the mirror holds, a
+        row per field: a centered search's scope vectors (`read.scoring.centered`)
+        without reading them from the database (100 facts: ~1 ms under load)."""
+        held, numbers, firsts, counts = self.where.located(fact_ids)
+        ids, rows = [], []
+        for number in np.unique(numbers).tolist():
+            mine = numbers == number
+            first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
+            starts = np.cumsum(count) - count
+            positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
+            block = self.numbered[number]
+            if self.exact is not None and block.slots is not None:
+                rows.append(self.exact.read(block.slots[positions]))
+            else:
+                rows.append(block.matrix[positions].astype(np.float32))
+            ids.append(np.repeat(held[mine], count))
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros((0, self.dims), np.float32)
+        return np.concatenate(ids), np.concatenate(rows)
+
     @staticmethod
     def _block_dots(
         block: _Block, positions: np.ndarray, query: np.ndarray, exact: _ExactRows | None

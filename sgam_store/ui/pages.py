@@ -32,6 +32,7 @@ from sgam_store.ui.params import (
     BadParameter,
     Paging,
     When,
+    cursor,
     instant,
     number,
     text,
@@ -180,34 +181,35 @@ class Page:
 
 
 class TenantsPage(Page):
-    """The tenants, a page at a time: the names read by index seeks (one per name,
-    `tenant_names`, now or at the page's instant), each tenant's subjects counted up to
-    SUBJECTS_CAP the same way, and the totals counted up to TOTALS_CAP."""
+    """The tenants, a page at a time from the last one the page before showed (`after`):
+    the names read by index seeks (one per name, `tenant_names`, now or at the page's
+    instant), each tenant's subjects counted up to SUBJECTS_CAP the same way. How many
+    tenants, facts and episodes there are is counted on request (`count=1`), since each
+    count grows with the store up to its cap."""
 
     template = "tenants.html"
     title = "Tenants"
 
     def data(self) -> dict[str, Any]:
-        paging = Paging.of(self.query)
-        needle = text(self.query, "filter")
         store, when = self.app.store, self.app.instant(self.when)
         if self.app.tenant is None:
-            rows, has_next, total = name_page(
-                lambda n: store.tenant_names(limit=n, **when), paging, needle
-            )
+
+            def fetch(after: str | None, limit: int) -> list[str]:
+                return store.tenant_names(after=after or "", limit=limit, **when)
         else:  # confined: its one tenant, whatever the instant
-            confined = [self.app.tenant]
-            rows, has_next, total = name_page(lambda n: confined, paging, needle)
+            confined = self.app.tenant
+
+            def fetch(after: str | None, limit: int) -> list[str]:
+                return [confined] if after is None or confined > after else []
+
+        listing = NameList.of(self.query, fetch)
         return {
-            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
-            "total": total,
-            "has_next": has_next,
-            "filter": needle,
-            "paging": vars(paging),
-            "totals": self._totals(total),
+            **listing.data(),
+            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in listing.rows],
+            "totals": self._totals(listing.total) if listing.counted else None,
         }
 
-    def _totals(self, tenants: int | str) -> dict[str, int | str | None]:
+    def _totals(self, tenants: int | str | None) -> dict[str, int | str | None]:
         """The store's counts, each up to TOTALS_CAP; a confined app's are its tenant's
         alone (`Inspector.tenant_totals`): store-wide figures would tell it about the others."""
         if self.app.tenant is not None:
@@ -226,28 +228,26 @@ class TenantsPage(Page):
 
 
 class SubjectsPage(Page):
-    """A tenant's subjects, a page at a time: read by index seeks (`subject_names`, now or
-    at the page's instant) and counted up to COUNT_CAP."""
+    """A tenant's subjects, a page at a time from the last one the page before showed
+    (`after`), read by index seeks (`subject_names`, now or at the page's instant), each
+    with its current keys counted up to COUNT_CAP; the subjects themselves are counted
+    on request (`count=1`)."""
 
     template = "subjects.html"
     title = "Subjects"
 
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
-        paging = Paging.of(self.query)
-        needle = text(self.query, "filter")
         store, when = self.app.store, self.app.instant(self.when)
-        rows, has_next, total = name_page(
-            lambda n: store.subject_names(tenant, limit=n, **when), paging, needle
-        )
+
+        def fetch(after: str | None, limit: int) -> list[str]:
+            return store.subject_names(tenant, after=after, limit=limit, **when)
+
+        listing = NameList.of(self.query, fetch)
         return {
             "tenant": tenant,
-            "filter": needle,
-            "paging": vars(paging),
-            "rows": rows,
-            "total": total,
-            "has_next": has_next,
-            "keys": self.app.current_keys(tenant, rows, self.when),
+            **listing.data(),
+            "keys": self.app.current_keys(tenant, listing.rows, self.when),
         }
 
 
@@ -256,22 +256,93 @@ def capped(count: int, cap: int) -> int | str:
     return f"{cap:,}+" if count > cap else count
 
 
-def name_page(
-    fetch: Callable[[int], list[str]], paging: Paging, needle: str
-) -> tuple[list[str], bool, int | str]:
-    """One page of a list of names read from its start by `fetch(limit)`, whether more
-    follow, and how many there are, counted up to COUNT_CAP (or the page's end, if
-    further). A filter looks through the first SCAN_PAGES * MAX_PER_PAGE names only."""
-    end = paging.offset + paging.per_page
-    if needle:
-        scan = SCAN_PAGES * MAX_PER_PAGE
-        names = fetch(scan + 1)
-        matched = [n for n in names[:scan] if needle.lower() in n.lower()]
-        total = f"{len(matched):,}+" if len(names) > scan else len(matched)
-        return matched[paging.offset : end], len(matched) > end, total
-    cap = max(end, COUNT_CAP)
-    names = fetch(cap + 1)
-    return names[paging.offset : end], len(names) > end, capped(len(names), cap)
+NameFetch = Callable[[str | None, int], list[str]]  # (after; None: from the first, limit)
+
+
+@dataclass(frozen=True)
+class NameList:
+    """One page of a list of names (tenants, a tenant's subjects), paged by keyset: the
+    page starts after the last name the page before showed, so page 40 costs what page
+    2 does (a seek a name, plus one to know a next page exists).
+
+    How many names the list holds costs a seek a name, so it is counted only when asked
+    (`count=1`: up to COUNT_CAP), as Django's admin offers "Show all" rather than count
+    every list; a list that ends on its first page says its length, which it read anyway."""
+
+    rows: list[str]
+    after: str | None  # where this page starts: after this name (None: the first page)
+    next: dict[str, str] | None  # the next page's cursor; None: this is the last
+    paging: Paging
+    needle: str
+    scanned: int | None  # names read to fill a filtered page
+    counted: bool
+    total: int | str | None
+
+    @classmethod
+    def of(cls, query: Mapping[str, str], fetch: NameFetch) -> NameList:
+        paging, needle = Paging.of(query), text(query, "filter")
+        after = cursor(query, "after")
+        counted = bool(number(query, "count", 0, 0, 1))
+        if needle:
+            rows, last, scanned = filtered_names(fetch, after, paging.per_page, needle)
+        else:
+            names = fetch(after, paging.per_page + 1)
+            rows, scanned = names[: paging.per_page], None
+            last = rows[-1] if len(names) > paging.per_page else None
+        total: int | str | None = None
+        if counted:
+            total = count_names(fetch, needle)
+        elif after is None and last is None:
+            total = len(rows)  # the whole list is on this page
+        nxt = None if last is None else {"after": last}
+        return cls(rows, after, nxt, paging, needle, scanned, counted, total)
+
+    def data(self) -> dict[str, Any]:
+        """The page's JSON fields (and its template's)."""
+        return {
+            "rows": self.rows,
+            "total": self.total,
+            "counted": self.counted,
+            "has_next": self.next is not None,
+            "next": self.next,
+            "filter": self.needle,
+            "scanned": self.scanned,
+            "paging": vars(self.paging),
+            "after": self.after,
+        }
+
+
+def filtered_names(
+    fetch: NameFetch, after: str | None, per_page: int, needle: str
+) -> tuple[list[str], str | None, int]:
+    """The names after `after` holding `needle` (case-insensitive), a page of them, the
+    next page's cursor (None: the last) and how many names were read: at most SCAN_PAGES
+    batches of MAX_PER_PAGE, after which the next page goes on from the last name read."""
+    rows: list[str] = []
+    read, last = 0, after
+    for _ in range(SCAN_PAGES):
+        batch = fetch(last, MAX_PER_PAGE)
+        for name in batch:
+            read += 1
+            if needle.lower() in name.lower():
+                if len(rows) == per_page:
+                    return rows, rows[-1], read
+                rows.append(name)
+        if len(batch) < MAX_PER_PAGE:
+            return rows, None, read
+        last = batch[-1]
+    return rows, last, read
+
+
+def count_names(fetch: NameFetch, needle: str) -> int | str:
+    """How many names the list holds, up to COUNT_CAP ("200+"); with a filter, how many
+    of its first SCAN_PAGES * MAX_PER_PAGE names match ("N+" when more follow)."""
+    if not needle:
+        return capped(len(fetch(None, COUNT_CAP + 1)), COUNT_CAP)
+    scan = SCAN_PAGES * MAX_PER_PAGE
+    names = fetch(None, scan + 1)
+    matched = sum(needle.lower() in n.lower() for n in names[:scan])
+    return f"{matched:,}+" if len(names) > scan else matched
 
 
 class KeysPage(Page):

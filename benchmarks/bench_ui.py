@@ -47,10 +47,12 @@ def pages(store: SGAMStore, made: Realistic) -> dict[str, tuple[str, dict[str, A
     deep = store.fact_at(tenant, subject, made.deep_key[1])
     assert deep is not None
     keys = {"tenant": big, "subject": subject}
-    # Page 2 of the name lists starts after page 1's last name (a keyset, as its "next"
-    # link does); five subjects a page, so that the 1k store's 15 have a page 2 too.
+    # Page 2 of the name lists and of a subject's keys starts after page 1's last name (a
+    # keyset, as its "next" link does); five subjects a page, so that the 1k store's 15
+    # have a page 2 too.
     tenant_cut = store.tenant_names(limit=2)[-1]
     subject_cut = store.subject_names(big, limit=5)[-1]
+    key_cut = store.subject_facts(tenant, subject, limit=10)[-1].attribute
     return {
         "tenants": ("/tenants", {"per_page": 2}),
         "tenants p2": ("/tenants", {"per_page": 2, "after": tenant_cut, "page": 2}),
@@ -60,7 +62,7 @@ def pages(store: SGAMStore, made: Realistic) -> dict[str, tuple[str, dict[str, A
             {"tenant": big, "per_page": 5, "after": subject_cut, "page": 2},
         ),
         "keys": ("/keys", keys),
-        "keys p2": ("/keys", {**keys, "page": 2, "per_page": 10}),
+        "keys p2": ("/keys", {**keys, "after": key_cut, "page": 2, "per_page": 10}),
         "key (deep)": ("/key", {**keys, "attribute": made.deep_key[1]}),
         # A page in the middle of its 1,000-odd versions: a page costs its own rows.
         "key (deep) p10": ("/key", {**keys, "attribute": made.deep_key[1], "page": 10}),

@@ -298,7 +298,12 @@ NEXT = re.compile(r'<a rel="next" href="([^"]+)"')
 
 @pytest.mark.parametrize(
     ("page", "params"),
-    [("tenants", {}), ("subjects", {"tenant": "acme"}), ("keys", {"tenant": "acme"})],
+    [
+        ("tenants", {}),
+        ("subjects", {"tenant": "acme"}),
+        ("keys", {"tenant": "acme"}),
+        ("keys", {"tenant": "acme", "subject": "mira"}),
+    ],
 )
 def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict) -> None:
     """Each list, one row a page, followed by its "next" links: every page answers 200
@@ -311,7 +316,8 @@ def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict)
         pages += 1
         found = NEXT.search(html.text)
         url = found.group(1) if found else ""
-        back = 'rel="prev"' if page == "keys" else 'rel="first"'  # names page by keyset
+        by_offset = page == "keys" and "subject" not in params  # the rest page by keyset
+        back = 'rel="prev"' if by_offset else 'rel="first"'
         assert (back in html.text) == (pages > 1)
         rows += client.get(html.url.path + ".json", params=html.url.params).json()["rows"]
     assert pages == len(whole) > 1 and rows == whole

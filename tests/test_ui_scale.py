@@ -403,6 +403,33 @@ def test_a_subjects_facts_by_key(store: SGAMStore) -> None:
     page = store.subject_facts("a", "s", limit=2)
     assert [(f.attribute, f.value) for f in page] == [("a", {"text": "a"}), ("b", {"text": "b"})]
     assert [f.attribute for f in store.subject_facts("a", "s", limit=2, offset=2)] == ["c"]
+    assert [f.attribute for f in store.subject_facts("a", "s", after="a")] == ["b", "c"]
+    assert [f.attribute for f in store.subject_facts("a", "s", limit=1, after="b")] == ["c"]
+    assert store.subject_facts("a", "s", after="c") == []
+    with pytest.raises(ValueError, match="after"):
+        store.subject_facts("a", "s", after="")
     assert [f.attribute for f in store.subject_facts("a", "s.deeper")] == ["z"]
     with pytest.raises(ValueError, match="offset"):
         store.subject_facts("a", "s", offset=-1)
+
+
+def test_a_deep_page_of_a_subjects_keys_costs_what_page_two_does(tmp_path) -> None:
+    """A subject's keys page by keyset (`after`, the last key shown): page 40 of 2,000
+    keys is a seek, as page 2 is, where an offset read the 1,950 keys it skipped."""
+    path = str(tmp_path / "keys.db")
+    with SGAMStore.from_conn_string(path, index=None) as store:
+        store.setup()
+        store.batch([PutOp(("a", "user"), f"k{n:05d}", {"v": n}) for n in range(2_000)])
+    conn = connect(path)
+    store = SGAMStore(conn, index=None)
+    client = TestClient(create_app(store))
+    work = {}
+    for page, after in ((2, "k00049"), (40, "k01949")):
+        params = {"tenant": "a", "subject": "user", "after": after, "page": str(page)}
+        client.get("/keys.json", params=params)  # warm
+        steps = Steps(conn)
+        rows = client.get("/keys.json", params=params).json()["rows"]
+        work[page] = steps.count
+        assert rows[0]["key"] == f"k{int(after[1:]) + 1:05d}" and len(rows) == 50
+    store.close()
+    assert work[40] <= 1.2 * work[2] + 1_000, work

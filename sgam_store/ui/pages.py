@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from markupsafe import Markup
 
@@ -51,6 +52,9 @@ EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
 DECISIONS = 50  # decisions a review page shows unless ?per_page= says otherwise
 DECISIONS_LOOKUP = 10_000  # an undo finds its decision among this many of the latest
+
+
+T = TypeVar("T")
 
 
 class NotFound(LookupError):
@@ -283,12 +287,8 @@ class NameList:
         paging, needle = Paging.of(query), text(query, "filter")
         after = cursor(query, "after")
         counted = bool(number(query, "count", 0, 0, 1))
-        if needle:
-            rows, last, scanned = filtered_names(fetch, after, paging.per_page, needle)
-        else:
-            names = fetch(after, paging.per_page + 1)
-            rows, scanned = names[: paging.per_page], None
-            last = rows[-1] if len(names) > paging.per_page else None
+        rows, last, read = keyset_page(fetch, after, paging.per_page, needle, str)
+        scanned = read if needle else None
         total: int | str | None = None
         if counted:
             total = count_names(fetch, needle)
@@ -312,25 +312,32 @@ class NameList:
         }
 
 
-def filtered_names(
-    fetch: NameFetch, after: str | None, per_page: int, needle: str
-) -> tuple[list[str], str | None, int]:
-    """The names after `after` holding `needle` (case-insensitive), a page of them, the
-    next page's cursor (None: the last) and how many names were read: at most SCAN_PAGES
-    batches of MAX_PER_PAGE, after which the next page goes on from the last name read."""
-    rows: list[str] = []
+def keyset_page(
+    fetch: Callable[[str | None, int], list[T]],
+    after: str | None,
+    per_page: int,
+    needle: str,
+    key: Callable[[T], str],
+) -> tuple[list[T], str | None, int]:
+    """A page of a list read in `key` order after `after` (None: from the first) by
+    `fetch(after, limit)`: its rows (those whose key holds `needle`, case-insensitive),
+    the next page's cursor (None: the last) and how many rows were read. Unfiltered,
+    one read of a page and one more; filtered, at most SCAN_PAGES batches of
+    MAX_PER_PAGE, after which the next page goes on from the last row read."""
+    size, batches = (MAX_PER_PAGE, SCAN_PAGES) if needle else (per_page + 1, 1)
+    rows: list[T] = []
     read, last = 0, after
-    for _ in range(SCAN_PAGES):
-        batch = fetch(last, MAX_PER_PAGE)
-        for name in batch:
+    for _ in range(batches):
+        batch = fetch(last, size)
+        for item in batch:
             read += 1
-            if needle.lower() in name.lower():
+            if needle.lower() in key(item).lower():
                 if len(rows) == per_page:
-                    return rows, rows[-1], read
-                rows.append(name)
-        if len(batch) < MAX_PER_PAGE:
+                    return rows, key(rows[-1]), read
+                rows.append(item)
+        if len(batch) < size:
             return rows, None, read
-        last = batch[-1]
+        last = key(batch[-1])
     return rows, last, read
 
 
@@ -348,8 +355,10 @@ def count_names(fetch: NameFetch, needle: str) -> int | str:
 class KeysPage(Page):
     """A subject's keys and current values, a page at a time (plus one, to know a next
     page exists); a filter scans a bounded number of pages. Now, a subject's own keys
-    are read in key order from an index (`subject_facts`); the whole tenant (subject ""),
-    or another instant, pages the store's own listing, newest first."""
+    are read in key order from an index (`subject_facts`) and page by keyset: the next
+    page starts after the last key shown (`after`), a seek, so a deep page of a
+    19,000-key user reads its own rows. The whole tenant (subject ""), or another
+    instant, pages the store's own listing, newest first, by offset (`page`)."""
 
     template = "keys.html"
     title = "Keys"
@@ -359,12 +368,18 @@ class KeysPage(Page):
         subject = text(self.query, "subject")
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        if subject and self.when.now:
+        keyset = bool(subject) and self.when.now
+        after = cursor(self.query, "after") if keyset else None
+        if keyset:
             store = self.app.store
 
-            def fetch(limit: int, offset: int) -> list[Row]:
-                found = store.subject_facts(tenant, subject, limit=limit, offset=offset)
+            def seek(start: str | None, limit: int) -> list[Row]:
+                found = store.subject_facts(tenant, subject, limit=limit, after=start)
                 return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+
+            by_key = attrgetter("key")
+            rows, last, scanned = keyset_page(seek, after, paging.per_page, needle, by_key)
+            has_next, nxt = last is not None, None if last is None else {"after": last}
         else:
             view = self.app.view(tenant, self.when)
             prefix = self.app.relative_of(tenant, subject)
@@ -376,13 +391,17 @@ class KeysPage(Page):
                     for i in found
                 ]
 
-        rows, has_next, scanned = self._page(fetch, paging, needle)
+            rows, has_next, scanned = self._page(fetch, paging, needle)
+            nxt = None
         return {
             "tenant": tenant,
             "subject": subject,
             "filter": needle,
             "paging": vars(paging),
+            "keyset": keyset,
+            "after": after,
             "has_next": has_next,
+            "next": nxt,
             "scanned": scanned,
             # The subject's own keys; "" lists the whole tenant, which one count cannot say.
             "total": self.app.current_keys(tenant, [subject], self.when).get(subject)
@@ -403,7 +422,7 @@ class KeysPage(Page):
     def _page(
         fetch: Callable[[int, int], list[Row]], paging: Paging, needle: str
     ) -> tuple[list[Row], bool, int]:
-        """The page's rows, whether more follow, and how many rows were read."""
+        """By offset: the page's rows, whether more follow, and how many rows were read."""
         if not needle:
             found = fetch(paging.per_page + 1, paging.offset)
             return found[: paging.per_page], len(found) > paging.per_page, len(found)

@@ -628,6 +628,8 @@ def test_name_lists_page_by_keyset_and_count_on_request(
     assert counts[0].startswith("0 subjects matching on this page, more follow")
     whole = client.get("/subjects.json", params={"tenant": "acme"}).json()
     assert whole["total"] == 5 and not whole["counted"]  # one page holds them all
+    assert "count them" not in client.get("/subjects", params={"tenant": "acme"}).text
+    assert "count tenants, facts and episodes" in client.get("/tenants").text  # the totals
     asked = client.get("/subjects", params={"tenant": "acme", "per_page": 2, "count": 1})
     assert '<p class="counts">5 subjects</p>' in asked.text
     assert client.get("/subjects.json?tenant=acme&per_page=2&count=1&filter=b").json()["total"] == 2

@@ -1,11 +1,12 @@
 """The inspector's pages as small classes over the library's public API (Datasette's
 layout): each builds one dict, which the app renders as HTML or returns as JSON.
 
-A page reads only what it shows: listings page the store's own listing (namespaces
-never read values; keys read one page of values), counts come from `stats()`, from
-namespace listings and from `count_keys` (an index), and every read goes through a
-`for_tenant` view or names the tenant the app allows, so a confined app cannot show
-another tenant.
+A page reads only what it shows: listings page the store's own listing or an index by
+keyset (namespaces never read values; keys read one page of values); a figure per row
+comes from an index, capped (`count_keys`, a tenant's subject names); how long a list is
+and how much the store holds are counted only when asked (`count=1`), up to a cap. Every
+read goes through a `for_tenant` view or names the tenant the app allows, so a confined
+app cannot show another tenant.
 """
 
 from __future__ import annotations

@@ -372,27 +372,10 @@ class KeysPage(Page):
         keyset = bool(subject) and self.when.now
         after = cursor(self.query, "after") if keyset else None
         if keyset:
-            store = self.app.store
-
-            def seek(start: str | None, limit: int) -> list[Row]:
-                found = store.subject_facts(tenant, subject, limit=limit, after=start)
-                return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
-
-            by_key = attrgetter("key")
-            rows, last, scanned = keyset_page(seek, after, paging.per_page, needle, by_key)
-            has_next, nxt = last is not None, None if last is None else {"after": last}
+            rows, nxt, scanned = self._by_key(tenant, subject, after, paging, needle)
+            has_next = nxt is not None
         else:
-            view = self.app.view(tenant, self.when)
-            prefix = self.app.relative_of(tenant, subject)
-
-            def fetch(limit: int, offset: int) -> list[Row]:
-                found = view.search(prefix, limit=limit, offset=offset, refresh_ttl=False)
-                return [
-                    Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
-                    for i in found
-                ]
-
-            rows, has_next, scanned = self._page(fetch, paging, needle)
+            rows, has_next, scanned = self._by_listing(tenant, subject, paging, needle)
             nxt = None
         return {
             "tenant": tenant,
@@ -418,6 +401,38 @@ class KeysPage(Page):
                 for row in rows
             ],
         }
+
+    def _by_key(
+        self, tenant: str, subject: str, after: str | None, paging: Paging, needle: str
+    ) -> tuple[list[Row], dict[str, str] | None, int]:
+        """A subject's keys now, after key `after`, by keyset (`subject_facts`): the
+        page's rows, the next page's cursor (None: the last), and how many were read."""
+        store = self.app.store
+
+        def seek(start: str | None, limit: int) -> list[Row]:
+            found = store.subject_facts(tenant, subject, limit=limit, after=start)
+            return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+
+        by_key = attrgetter("key")
+        rows, last, read = keyset_page(seek, after, paging.per_page, needle, by_key)
+        return rows, None if last is None else {"after": last}, read
+
+    def _by_listing(
+        self, tenant: str, subject: str, paging: Paging, needle: str
+    ) -> tuple[list[Row], bool, int]:
+        """The whole tenant's keys, or a subject's at another instant, from the view's
+        listing (newest first) by offset."""
+        view = self.app.view(tenant, self.when)
+        prefix = self.app.relative_of(tenant, subject)
+
+        def fetch(limit: int, offset: int) -> list[Row]:
+            found = view.search(prefix, limit=limit, offset=offset, refresh_ttl=False)
+            return [
+                Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
+                for i in found
+            ]
+
+        return self._page(fetch, paging, needle)
 
     @staticmethod
     def _page(

@@ -282,6 +282,8 @@ CASES: list[tuple[Any, ...]] = [
     ("counts", "capped", ("episodes", 2)),
     ("counts", "namespace_page", ("acme.prefs", EPOCH, 10, 0)),
     ("counts", "namespace_page", ("acme.prefs", EPOCH, 1, 1)),
+    ("counts", "namespace_page", ("acme.prefs", EPOCH, 10, 0, "k1")),  # after a key
+    ("counts", "namespace_page", ("acme.prefs", EPOCH, 10, 0, "k9"), "none"),
     ("counts", "namespace_page", ("acme.nobody", EPOCH, 10, 0), "none"),
     ("counts", "next_namespace", ("acme", "", EPOCH)),
     ("counts", "next_namespace", ("acme", "acme.prefs", EPOCH), "none"),

@@ -335,16 +335,23 @@ def address(made: Any, store: SGAMStore, key: tuple[tuple[str, ...], str]) -> di
 
 
 def test_every_list_walks_past_its_first_page(wide: Any, real: tuple) -> None:
-    """Tenants, a big tenant's subjects and its keys: each list of more than one page
-    is walked past page 1 (issue 38: the pager was a 500 on the first page)."""
-    made, _, url = real
+    """Tenants, a big tenant's subjects, its keys and one subject's keys: each list of
+    more than one page is walked past page 1 (issue 38: the pager was a 500 on the first
+    page); the name lists and a subject's keys page by keyset, the tenant's keys by offset."""
+    made, store, url = real
     big = urlencode({"tenant": made.big_tenant})
+    tenant, subject = store.layout.split(made.long_memory[0])
+    one = urlencode({"tenant": tenant, "subject": subject})
     walked = {
         "tenants": walk(wide, f"{url}/tenants", most=6),
         "subjects": walk(wide, f"{url}/subjects?{big}", most=3),
         "keys": walk(wide, f"{url}/keys?{big}", most=3),
+        "a subject's keys": walk(wide, f"{url}/keys?{one}&per_page=5", most=3),
     }
-    longer = {"sgam": ("subjects", "keys"), "langmem": ("tenants", "keys")}[made.layout]
+    longer = {
+        "sgam": ("subjects", "keys", "a subject's keys"),
+        "langmem": ("tenants", "keys", "a subject's keys"),
+    }[made.layout]
     assert all(walked[name] > 1 for name in longer), walked
 
 

@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 from sgam_store import MemoryFact, SGAMStore, Verdict
 from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
-from sgam_store.ui import create_app, mask_uri
+from sgam_store.ui import create_app, mask_uri, pages
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
 
 ENGINES = ("sqlite", "postgres")  # `target` (the write test) on both engines, as `seeded`
@@ -270,13 +270,17 @@ def test_writes_need_the_flag_a_post_and_the_csrf_token(target: str) -> None:
 
 def test_paging_bounds(client: TestClient) -> None:
     first = client.get("/tenants.json", params={"per_page": 1}).json()
-    assert len(first["rows"]) == 1 and first["has_next"] and first["total"] == 3
-    pages = [
-        client.get("/tenants.json", params={"per_page": 1, "page": n}).json()["rows"]
-        for n in (1, 2, 3)
-    ]
-    assert sorted(p[0]["tenant"] for p in pages) == sorted(["acme", "globex", HOSTILE_TENANT])
-    beyond = client.get("/tenants.json", params={"per_page": 1, "page": 4}).json()
+    assert len(first["rows"]) == 1 and first["has_next"] and first["total"] is None
+    counted = client.get("/tenants.json", params={"per_page": 1, "count": "1"}).json()
+    assert counted["total"] == 3 and counted["rows"] == first["rows"]
+    after, walked = None, []
+    for _ in range(3):
+        cut = {} if after is None else {"after": after}
+        page = client.get("/tenants.json", params={"per_page": 1, **cut}).json()
+        walked += [r["tenant"] for r in page["rows"]]
+        after = (page["next"] or {}).get("after")
+    assert sorted(walked) == sorted(["acme", "globex", HOSTILE_TENANT]) and after is None
+    beyond = client.get("/tenants.json", params={"per_page": 1, "after": walked[-1]}).json()
     assert beyond["rows"] == [] and not beyond["has_next"]
     keys = [
         client.get("/keys.json", params={"tenant": "acme", "per_page": 1, "page": n}).json()
@@ -294,7 +298,12 @@ NEXT = re.compile(r'<a rel="next" href="([^"]+)"')
 
 @pytest.mark.parametrize(
     ("page", "params"),
-    [("tenants", {}), ("subjects", {"tenant": "acme"}), ("keys", {"tenant": "acme"})],
+    [
+        ("tenants", {}),
+        ("subjects", {"tenant": "acme"}),
+        ("keys", {"tenant": "acme"}),
+        ("keys", {"tenant": "acme", "subject": "mira"}),
+    ],
 )
 def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict) -> None:
     """Each list, one row a page, followed by its "next" links: every page answers 200
@@ -307,7 +316,9 @@ def test_every_html_list_walks_to_its_last_page(client, page: str, params: dict)
         pages += 1
         found = NEXT.search(html.text)
         url = found.group(1) if found else ""
-        assert ('rel="prev"' in html.text) == (pages > 1)
+        by_offset = page == "keys" and "subject" not in params  # the rest page by keyset
+        back = 'rel="prev"' if by_offset else 'rel="first"'
+        assert (back in html.text) == (pages > 1)
         rows += client.get(html.url.path + ".json", params=html.url.params).json()["rows"]
     assert pages == len(whole) > 1 and rows == whole
 
@@ -575,3 +586,60 @@ def test_real_values_read_as_text_and_times_to_the_second(store: SGAMStore) -> N
     assert 'value="2030-01-01T00:00:00Z"' in page  # the "as of" input, readable
     assert ".000000Z" not in re.sub(r"<[^>]+>", "", page)  # (the SVG's data keep precision)
     assert re.search(r"\d{2}:\d{2}:\d{2}\.\d{6}", client.get("/key.json", params=key).text)
+
+
+def _walk_names(client: TestClient, url: str) -> tuple[list[str], list[str]]:
+    """Follow a name list's "next" links from `url`: (each page's JSON rows, flattened;
+    each page's count line)."""
+    rows, counts = [], []
+    while url:
+        html = client.get(html_unescape(url))
+        assert html.status_code == 200, (url, html.text[-400:])
+        counts.append(re.search(r'<p class="counts">(.*?)</p>', html.text, re.S).group(1))
+        data = client.get(html.url.path + ".json", params=html.url.params).json()
+        rows += [r["tenant"] if isinstance(r, dict) else r for r in data["rows"]]
+        found = NEXT.search(html.text)
+        url = found.group(1) if found else ""
+    return rows, counts
+
+
+def test_name_lists_page_by_keyset_and_count_on_request(
+    store: SGAMStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tenants and subjects: each page starts after the last name shown (the tenant's
+    own namespace, the subject "", included), a filter scans on from there, and how many
+    there are is said when the page holds them all, or counted when asked (`count=1`)."""
+    subjects = ["", "ann", "bob", "bobby", "cy"]
+    for subject in subjects:
+        store.put(("acme", *subject.split(".")) if subject else ("acme",), "k", {"v": 1})
+    store.put(("globex", "x"), "k", {"v": 1})
+    client = TestClient(create_app(store))
+    rows, counts = _walk_names(client, "/subjects?tenant=acme&per_page=1")
+    assert rows == subjects  # "" first, and the page after it goes on with "ann"
+    assert counts[0].startswith("1 subject on this page, more follow")
+    assert counts[-1].startswith("1 subject on this page ·")  # the last: nothing follows
+    rows, _ = _walk_names(client, "/subjects?tenant=acme&per_page=1&filter=BO")
+    assert rows == ["bob", "bobby"]
+    with monkeypatch.context() as scan:  # a filter reads two names, then the next page goes on
+        scan.setattr(pages, "SCAN_PAGES", 1)
+        scan.setattr(pages, "MAX_PER_PAGE", 2)
+        rows, counts = _walk_names(client, "/subjects?tenant=acme&per_page=1&filter=y")
+    assert rows == ["bobby", "cy"]
+    assert counts[0].startswith("0 subjects matching on this page, more follow")
+    whole = client.get("/subjects.json", params={"tenant": "acme"}).json()
+    assert whole["total"] == 5 and not whole["counted"]  # one page holds them all
+    assert "count them" not in client.get("/subjects", params={"tenant": "acme"}).text
+    assert "count tenants, facts and episodes" in client.get("/tenants").text  # the totals
+    asked = client.get("/subjects", params={"tenant": "acme", "per_page": 2, "count": 1})
+    assert '<p class="counts">5 subjects</p>' in asked.text
+    assert client.get("/subjects.json?tenant=acme&per_page=2&count=1&filter=b").json()["total"] == 2
+    page2 = client.get("/subjects.json", params={"tenant": "acme", "per_page": 2, "after": "ann"})
+    assert page2.json()["rows"] == ["bob", "bobby"] and page2.json()["next"] == {"after": "bobby"}
+    tenants = client.get("/tenants", params={"per_page": 1})
+    assert "1 tenant on this page, more follow" in tenants.text
+    assert "current facts" not in tenants.text  # the totals too are counted on request
+    counted = client.get("/tenants.json", params={"per_page": 1, "count": 1}).json()
+    assert counted["totals"] == {"tenants": 2, "current_facts": 6, "episodes": 0}
+    assert _walk_names(client, "/tenants?per_page=1")[0] == ["acme", "globex"]
+    bad = client.get("/subjects.json", params={"tenant": "acme", "after": "x\x00"})
+    assert bad.status_code == 400 and "after" in bad.json()["error"]

@@ -65,8 +65,11 @@ def capped_totals(engine: Any, cap: int, tenant: str | None = None) -> dict[str,
         }
 
 
-def namespace_page(engine: Any, namespace: str, limit: int, offset: int) -> list[Fact]:
-    """One page of a namespace's current facts, by key."""
+def namespace_page(
+    engine: Any, namespace: str, limit: int, offset: int, after: str = ""
+) -> list[Fact]:
+    """One page of a namespace's current facts, by key, after key `after` ("": the first)."""
+    now = clock.utc_now()
     with engine.reading() as conn:
-        rows = engine.counts.namespace_page(conn, namespace, clock.utc_now(), limit, offset)
+        rows = engine.counts.namespace_page(conn, namespace, now, limit, offset, after)
     return [row_to_fact(r) for r in rows]

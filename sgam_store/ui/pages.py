@@ -1,11 +1,12 @@
 """The inspector's pages as small classes over the library's public API (Datasette's
 layout): each builds one dict, which the app renders as HTML or returns as JSON.
 
-A page reads only what it shows: listings page the store's own listing (namespaces
-never read values; keys read one page of values), counts come from `stats()`, from
-namespace listings and from `count_keys` (an index), and every read goes through a
-`for_tenant` view or names the tenant the app allows, so a confined app cannot show
-another tenant.
+A page reads only what it shows: listings page the store's own listing or an index by
+keyset (namespaces never read values; keys read one page of values); a figure per row
+comes from an index, capped (`count_keys`, a tenant's subject names); how long a list is
+and how much the store holds are counted only when asked (`count=1`), up to a cap. Every
+read goes through a `for_tenant` view or names the tenant the app allows, so a confined
+app cannot show another tenant.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from markupsafe import Markup
 
@@ -32,6 +34,7 @@ from sgam_store.ui.params import (
     BadParameter,
     Paging,
     When,
+    cursor,
     instant,
     number,
     text,
@@ -50,6 +53,9 @@ EPOCH = "1970-01-01T00:00:00Z"  # the change feed's default start: everything
 QUEUE_SHOWN = 20  # queued memories the review page shows unless ?limit= says otherwise
 DECISIONS = 50  # decisions a review page shows unless ?per_page= says otherwise
 DECISIONS_LOOKUP = 10_000  # an undo finds its decision among this many of the latest
+
+
+T = TypeVar("T")
 
 
 class NotFound(LookupError):
@@ -180,34 +186,35 @@ class Page:
 
 
 class TenantsPage(Page):
-    """The tenants, a page at a time: the names read by index seeks (one per name,
-    `tenant_names`, now or at the page's instant), each tenant's subjects counted up to
-    SUBJECTS_CAP the same way, and the totals counted up to TOTALS_CAP."""
+    """The tenants, a page at a time from the last one the page before showed (`after`):
+    the names read by index seeks (one per name, `tenant_names`, now or at the page's
+    instant), each tenant's subjects counted up to SUBJECTS_CAP the same way. How many
+    tenants, facts and episodes there are is counted on request (`count=1`), since each
+    count grows with the store up to its cap."""
 
     template = "tenants.html"
     title = "Tenants"
 
     def data(self) -> dict[str, Any]:
-        paging = Paging.of(self.query)
-        needle = text(self.query, "filter")
         store, when = self.app.store, self.app.instant(self.when)
         if self.app.tenant is None:
-            rows, has_next, total = name_page(
-                lambda n: store.tenant_names(limit=n, **when), paging, needle
-            )
+
+            def fetch(after: str | None, limit: int) -> list[str]:
+                return store.tenant_names(after=after or "", limit=limit, **when)
         else:  # confined: its one tenant, whatever the instant
-            confined = [self.app.tenant]
-            rows, has_next, total = name_page(lambda n: confined, paging, needle)
+            confined = self.app.tenant
+
+            def fetch(after: str | None, limit: int) -> list[str]:
+                return [confined] if after is None or confined > after else []
+
+        listing = NameList.of(self.query, fetch)
         return {
-            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in rows],
-            "total": total,
-            "has_next": has_next,
-            "filter": needle,
-            "paging": vars(paging),
-            "totals": self._totals(total),
+            **listing.data(),
+            "rows": [{"tenant": t, "subjects": self._subjects(t)} for t in listing.rows],
+            "totals": self._totals(listing.total) if listing.counted else None,
         }
 
-    def _totals(self, tenants: int | str) -> dict[str, int | str | None]:
+    def _totals(self, tenants: int | str | None) -> dict[str, int | str | None]:
         """The store's counts, each up to TOTALS_CAP; a confined app's are its tenant's
         alone (`Inspector.tenant_totals`): store-wide figures would tell it about the others."""
         if self.app.tenant is not None:
@@ -226,28 +233,26 @@ class TenantsPage(Page):
 
 
 class SubjectsPage(Page):
-    """A tenant's subjects, a page at a time: read by index seeks (`subject_names`, now or
-    at the page's instant) and counted up to COUNT_CAP."""
+    """A tenant's subjects, a page at a time from the last one the page before showed
+    (`after`), read by index seeks (`subject_names`, now or at the page's instant), each
+    with its current keys counted up to COUNT_CAP; the subjects themselves are counted
+    on request (`count=1`)."""
 
     template = "subjects.html"
     title = "Subjects"
 
     def data(self) -> dict[str, Any]:
         tenant = self.app.tenant_of(self.query)
-        paging = Paging.of(self.query)
-        needle = text(self.query, "filter")
         store, when = self.app.store, self.app.instant(self.when)
-        rows, has_next, total = name_page(
-            lambda n: store.subject_names(tenant, limit=n, **when), paging, needle
-        )
+
+        def fetch(after: str | None, limit: int) -> list[str]:
+            return store.subject_names(tenant, after=after, limit=limit, **when)
+
+        listing = NameList.of(self.query, fetch)
         return {
             "tenant": tenant,
-            "filter": needle,
-            "paging": vars(paging),
-            "rows": rows,
-            "total": total,
-            "has_next": has_next,
-            "keys": self.app.current_keys(tenant, rows, self.when),
+            **listing.data(),
+            "keys": self.app.current_keys(tenant, listing.rows, self.when),
         }
 
 
@@ -256,29 +261,105 @@ def capped(count: int, cap: int) -> int | str:
     return f"{cap:,}+" if count > cap else count
 
 
-def name_page(
-    fetch: Callable[[int], list[str]], paging: Paging, needle: str
-) -> tuple[list[str], bool, int | str]:
-    """One page of a list of names read from its start by `fetch(limit)`, whether more
-    follow, and how many there are, counted up to COUNT_CAP (or the page's end, if
-    further). A filter looks through the first SCAN_PAGES * MAX_PER_PAGE names only."""
-    end = paging.offset + paging.per_page
-    if needle:
-        scan = SCAN_PAGES * MAX_PER_PAGE
-        names = fetch(scan + 1)
-        matched = [n for n in names[:scan] if needle.lower() in n.lower()]
-        total = f"{len(matched):,}+" if len(names) > scan else len(matched)
-        return matched[paging.offset : end], len(matched) > end, total
-    cap = max(end, COUNT_CAP)
-    names = fetch(cap + 1)
-    return names[paging.offset : end], len(names) > end, capped(len(names), cap)
+NameFetch = Callable[[str | None, int], list[str]]  # (after; None: from the first, limit)
+
+
+@dataclass(frozen=True)
+class NameList:
+    """One page of a list of names (tenants, a tenant's subjects), paged by keyset: the
+    page starts after the last name the page before showed, so page 40 costs what page
+    2 does (a seek a name, plus one to know a next page exists).
+
+    How many names the list holds costs a seek a name, so it is counted only when asked
+    (`count=1`: up to COUNT_CAP), as Django's admin offers "Show all" rather than count
+    every list; a list that ends on its first page says its length, which it read anyway."""
+
+    rows: list[str]
+    after: str | None  # where this page starts: after this name (None: the first page)
+    next: dict[str, str] | None  # the next page's cursor; None: this is the last
+    paging: Paging
+    needle: str
+    scanned: int | None  # names read to fill a filtered page
+    counted: bool
+    total: int | str | None
+
+    @classmethod
+    def of(cls, query: Mapping[str, str], fetch: NameFetch) -> NameList:
+        paging, needle = Paging.of(query), text(query, "filter")
+        after = cursor(query, "after")
+        counted = bool(number(query, "count", 0, 0, 1))
+        rows, last, read = keyset_page(fetch, after, paging.per_page, needle, str)
+        scanned = read if needle else None
+        total: int | str | None = None
+        if counted:
+            total = count_names(fetch, needle)
+        elif after is None and last is None:
+            total = len(rows)  # the whole list is on this page
+        nxt = None if last is None else {"after": last}
+        return cls(rows, after, nxt, paging, needle, scanned, counted, total)
+
+    def data(self) -> dict[str, Any]:
+        """The page's JSON fields (and its template's)."""
+        return {
+            "rows": self.rows,
+            "total": self.total,
+            "counted": self.counted,
+            "has_next": self.next is not None,
+            "next": self.next,
+            "filter": self.needle,
+            "scanned": self.scanned,
+            "paging": vars(self.paging),
+            "after": self.after,
+        }
+
+
+def keyset_page(
+    fetch: Callable[[str | None, int], list[T]],
+    after: str | None,
+    per_page: int,
+    needle: str,
+    key: Callable[[T], str],
+) -> tuple[list[T], str | None, int]:
+    """A page of a list read in `key` order after `after` (None: from the first) by
+    `fetch(after, limit)`: its rows (those whose key holds `needle`, case-insensitive),
+    the next page's cursor (None: the last) and how many rows were read. Unfiltered,
+    one read of a page and one more; filtered, at most SCAN_PAGES batches of
+    MAX_PER_PAGE, after which the next page goes on from the last row read."""
+    size, batches = (MAX_PER_PAGE, SCAN_PAGES) if needle else (per_page + 1, 1)
+    rows: list[T] = []
+    read, last = 0, after
+    for _ in range(batches):
+        batch = fetch(last, size)
+        for item in batch:
+            read += 1
+            if needle.lower() in key(item).lower():
+                if len(rows) == per_page:
+                    return rows, key(rows[-1]), read
+                rows.append(item)
+        if len(batch) < size:
+            return rows, None, read
+        last = key(batch[-1])
+    return rows, last, read
+
+
+def count_names(fetch: NameFetch, needle: str) -> int | str:
+    """How many names the list holds, up to COUNT_CAP ("200+"); with a filter, how many
+    of its first SCAN_PAGES * MAX_PER_PAGE names match ("N+" when more follow)."""
+    if not needle:
+        return capped(len(fetch(None, COUNT_CAP + 1)), COUNT_CAP)
+    scan = SCAN_PAGES * MAX_PER_PAGE
+    names = fetch(None, scan + 1)
+    matched = sum(needle.lower() in n.lower() for n in names[:scan])
+    return f"{matched:,}+" if len(names) > scan else matched
 
 
 class KeysPage(Page):
     """A subject's keys and current values, a page at a time (plus one, to know a next
     page exists); a filter scans a bounded number of pages. Now, a subject's own keys
-    are read in key order from an index (`subject_facts`); the whole tenant (subject ""),
-    or another instant, pages the store's own listing, newest first."""
+    are read in key order from an index (`subject_facts`) and page by keyset: the next
+    page starts after the last key shown (`after`), a seek, so a deep page of a
+    19,000-key user reads its own rows. The whole tenant (subject ""), or another
+    instant, pages the store's own listing, newest first, by offset (`page`)."""
 
     template = "keys.html"
     title = "Keys"
@@ -288,30 +369,23 @@ class KeysPage(Page):
         subject = text(self.query, "subject")
         paging = Paging.of(self.query)
         needle = text(self.query, "filter")
-        if subject and self.when.now:
-            store = self.app.store
-
-            def fetch(limit: int, offset: int) -> list[Row]:
-                found = store.subject_facts(tenant, subject, limit=limit, offset=offset)
-                return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+        keyset = bool(subject) and self.when.now
+        after = cursor(self.query, "after") if keyset else None
+        if keyset:
+            rows, nxt, scanned = self._by_key(tenant, subject, after, paging, needle)
+            has_next = nxt is not None
         else:
-            view = self.app.view(tenant, self.when)
-            prefix = self.app.relative_of(tenant, subject)
-
-            def fetch(limit: int, offset: int) -> list[Row]:
-                found = view.search(prefix, limit=limit, offset=offset, refresh_ttl=False)
-                return [
-                    Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
-                    for i in found
-                ]
-
-        rows, has_next, scanned = self._page(fetch, paging, needle)
+            rows, has_next, scanned = self._by_listing(tenant, subject, paging, needle)
+            nxt = None
         return {
             "tenant": tenant,
             "subject": subject,
             "filter": needle,
             "paging": vars(paging),
+            "keyset": keyset,
+            "after": after,
             "has_next": has_next,
+            "next": nxt,
             "scanned": scanned,
             # The subject's own keys; "" lists the whole tenant, which one count cannot say.
             "total": self.app.current_keys(tenant, [subject], self.when).get(subject)
@@ -328,11 +402,43 @@ class KeysPage(Page):
             ],
         }
 
+    def _by_key(
+        self, tenant: str, subject: str, after: str | None, paging: Paging, needle: str
+    ) -> tuple[list[Row], dict[str, str] | None, int]:
+        """A subject's keys now, after key `after`, by keyset (`subject_facts`): the
+        page's rows, the next page's cursor (None: the last), and how many were read."""
+        store = self.app.store
+
+        def seek(start: str | None, limit: int) -> list[Row]:
+            found = store.subject_facts(tenant, subject, limit=limit, after=start)
+            return [Row(f.subject, f.attribute, f.value, f.valid_from) for f in found]
+
+        by_key = attrgetter("key")
+        rows, last, read = keyset_page(seek, after, paging.per_page, needle, by_key)
+        return rows, None if last is None else {"after": last}, read
+
+    def _by_listing(
+        self, tenant: str, subject: str, paging: Paging, needle: str
+    ) -> tuple[list[Row], bool, int]:
+        """The whole tenant's keys, or a subject's at another instant, from the view's
+        listing (newest first) by offset."""
+        view = self.app.view(tenant, self.when)
+        prefix = self.app.relative_of(tenant, subject)
+
+        def fetch(limit: int, offset: int) -> list[Row]:
+            found = view.search(prefix, limit=limit, offset=offset, refresh_ttl=False)
+            return [
+                Row(self.app.subject_of(tenant, i.namespace), i.key, i.value, i.updated_at)
+                for i in found
+            ]
+
+        return self._page(fetch, paging, needle)
+
     @staticmethod
     def _page(
         fetch: Callable[[int, int], list[Row]], paging: Paging, needle: str
     ) -> tuple[list[Row], bool, int]:
-        """The page's rows, whether more follow, and how many rows were read."""
+        """By offset: the page's rows, whether more follow, and how many rows were read."""
         if not needle:
             found = fetch(paging.per_page + 1, paging.offset)
             return found[: paging.per_page], len(found) > paging.per_page, len(found)

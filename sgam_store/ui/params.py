@@ -35,6 +35,13 @@ def text(query: Mapping[str, str], name: str, *, required: bool = False, limit: 
     return value
 
 
+def cursor(query: Mapping[str, str], name: str) -> str | None:
+    """A keyset cursor: the last name the page before showed, exactly as `text` takes it,
+    "" included (a tenant's own namespace is the subject ""); None when absent, the
+    first page."""
+    return text(query, name) if name in query else None
+
+
 def number(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     """A whole number in [low, high], or `default` when absent."""
     raw = query.get(name, "").strip()

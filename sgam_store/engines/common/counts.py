@@ -135,13 +135,16 @@ def capped(d: Dialect, conn: Any, what: str, cap: int, tenant: str | None = None
 
 
 def namespace_page(
-    d: Dialect, conn: Any, namespace: str, now: str, limit: int, offset: int
+    d: Dialect, conn: Any, namespace: str, now: str, limit: int, offset: int, after: str = ""
 ) -> list[FactRow]:
-    """One page of a namespace's current facts, by key: read in key order through
-    facts_one_open (namespace, attribute), so a page costs its rows however large the
-    tenant is (a tenant-wide listing walks the tenant's recent facts to find them)."""
+    """One page of a namespace's current facts, by key, after key `after` ("": from the
+    first; a key is never empty): read in key order through facts_one_open (namespace,
+    attribute), so a page costs its rows however large the tenant is (a tenant-wide
+    listing walks the tenant's recent facts to find them). `after` is a seek to the page;
+    `offset` reads the keys it skips."""
     sql = d.sql(
-        f"SELECT {predicates.COLUMNS} FROM facts WHERE namespace = ? AND {_LIVE} "
-        "ORDER BY namespace, attribute LIMIT ? OFFSET ?"
+        f"SELECT {predicates.COLUMNS} FROM facts WHERE namespace = ? AND attribute > ? "
+        f"AND {_LIVE} ORDER BY namespace, attribute LIMIT ? OFFSET ?"
     )
-    return [FactRow._make(r) for r in conn.execute(sql, (namespace, now, limit, offset))]
+    params = (namespace, after, now, limit, offset)
+    return [FactRow._make(r) for r in conn.execute(sql, params)]

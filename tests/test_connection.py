@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +52,43 @@ def test_a_malformed_uri_is_a_configuration_error_without_its_password() -> None
     with pytest.raises(ConfigurationError, match="bogus") as raised:
         SGAMStore("postgresql://u:Zq7sekret@h/db?bogus=1")
     assert "Zq7sekret" not in str(raised.value) and "u:***@h/db" in str(raised.value)
+
+
+def test_none_bytes_and_bool_bind_as_they_are_without_the_adaptation_search(
+    db_path: str,
+) -> None:
+    """The driver asks every None, bytes and bool parameter to adapt (two attribute
+    misses, each an AttributeError raised and cleared) unless an adapter is registered
+    for its exact type: the driver holds one for each, and the stored values are the ones
+    the search found (NULL, a blob, an integer)."""
+    module = connection.driver()
+    for kind in (type(None), bytes, bool):
+        assert (kind, module.PrepareProtocol) in module.adapters
+    conn = connection.connect(db_path)
+    conn.execute("CREATE TABLE t (a, b, c, d)")
+    conn.execute("INSERT INTO t VALUES (?, ?, ?, ?)", (None, b"\x00\x01", True, False))
+    assert conn.execute("SELECT typeof(a), typeof(b), typeof(c), c, d, b FROM t").fetchall() == [
+        ("null", "blob", "integer", 1, 0, b"\x00\x01")
+    ]
+    conn.close()
+
+
+def test_an_adapter_registered_before_the_store_opens_is_kept(tmp_path: Path) -> None:
+    """A process that registered its own adapter for None keeps it: the store registers
+    only where the driver has none. In a fresh interpreter, since adapters belong to the
+    driver module, shared by the whole process."""
+    script = f"""
+import sqlean
+def mine(value):
+    return value
+sqlean.register_adapter(type(None), mine)
+from sgam_store import SGAMStore
+with SGAMStore.from_conn_string({str(tmp_path / "s.db")!r}, index=None) as store:
+    store.setup()
+    store.put(("acme", "mira"), "k", {{"v": 1}})
+    assert store.get(("acme", "mira"), "k").value == {{"v": 1}}
+print(sqlean.adapters[(type(None), sqlean.PrepareProtocol)] is mine)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"

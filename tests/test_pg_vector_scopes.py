@@ -145,4 +145,9 @@ def test_a_version_9_vector_index_is_dropped_and_search_stays_exact(pg_server: s
         indexes = conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'fact_vectors' ORDER BY 1"
         ).fetchall()
-    assert indexes == [("fact_vectors_fact",), ("fact_vectors_pkey",), ("fact_vectors_tenant",)]
+    assert indexes == [
+        ("fact_vectors_fact",),
+        ("fact_vectors_pkey",),
+        ("fact_vectors_tenant",),
+        ("fact_vectors_tenant_scan",),
+    ]

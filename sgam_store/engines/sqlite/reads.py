@@ -516,6 +516,35 @@ def _keyword_hits_sql(confined: bool, n: int) -> str:
     )
 
 
+def keyword_recent(conn: Any, terms: list[str], tenant: str, n: int) -> tuple[list[int], bool]:
+    """The fact ids of the `n` newest keyword rows of `tenant` holding each of `terms`
+    (highest fact id first, every term's together, each id once), and whether that is
+    every row of the tenant holding any of them (no term held by more than `n`).
+
+    A large scope's keyword step ranks these (`read.candidates`): FTS5 walks a term's
+    postings in rowid order without scoring them (BM25 reads each matching row's size:
+    ~8,200 rows of "passport" at 100k, 7.6-14.8 ms), so this costs `n` postings a term
+    whatever the tenant's size."""
+    slot = tenant_slot(conn, tenant)
+    if slot is None:
+        return [], True
+    low, high = slot_range(slot)
+    sql = f"{_RECENT} {limit_sql(n + 1)}"
+    found: dict[int, None] = {}
+    complete = True
+    for term in terms:
+        rows = conn.execute(sql, (_fts_match([term]), low, high)).fetchall()
+        complete = complete and len(rows) <= n
+        found.update(dict.fromkeys(rowid & FACT_MASK for (rowid,) in rows[:n]))
+    return list(found), complete
+
+
+_RECENT = (
+    "SELECT rowid FROM fact_fts WHERE fact_fts MATCH ? AND rowid BETWEEN ? AND ? "
+    "ORDER BY rowid DESC"
+)
+
+
 # ------------------------------------------------ keywords of a small scope, in process
 
 # FTS5's bm25() constants (fts5_aux.c); `scope_keywords` scores as it does.
@@ -607,12 +636,13 @@ class KeywordMirror:
         self.lock = threading.Lock()
 
     def scope(
-        self, conn: Any, tenant: str, fact_ids: list[int]
+        self, conn: Any, tenant: str, fact_ids: list[int], keep: bool = True
     ) -> tuple[ScopeKeywords | None, int]:
         """`scope_keywords` of this mirror, and `highest_row_id` read with its state: what
         the read layer calls (an optional engine feature, as the vector mirror is; an
-        engine without one is asked by statements)."""
-        return scope_keywords_sized(conn, self, tenant, fact_ids)
+        engine without one is asked by statements). `keep=False`: a set of facts met
+        once (a large scope's keyword candidates), scored without being kept."""
+        return scope_keywords_sized(conn, self, tenant, fact_ids, keep)
 
 
 class _KeywordState:
@@ -748,34 +778,52 @@ def scope_keywords(
 
 
 def scope_keywords_sized(
-    conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int]
+    conn: Any, mirror: KeywordMirror, tenant: str, fact_ids: list[int], keep: bool = True
 ) -> tuple[ScopeKeywords | None, int]:
     """`scope_keywords`, and `highest_row_id` from the same statement."""
     *key, slot, highest = conn.execute(_KEYWORD_STATE, (tenant,)).fetchone()
-    return _scope_keywords(conn, mirror, fact_ids, tuple(key), slot), highest or 0
+    return _scope_keywords(conn, mirror, fact_ids, tuple(key), slot, keep), highest or 0
 
 
 def _scope_keywords(
-    conn: Any, mirror: KeywordMirror, fact_ids: list[int], key: tuple[Any, ...], slot: int | None
+    conn: Any,
+    mirror: KeywordMirror,
+    fact_ids: list[int],
+    key: tuple[Any, ...],
+    slot: int | None,
+    keep: bool = True,
 ) -> ScopeKeywords | None:
-    """`scope_keywords` in the index's state `key` (averages, structure, language)."""
+    """`scope_keywords` in the index's state `key` (averages, structure, language).
+    Without `keep`, the facts' rows are scored and not kept by the state (a large
+    scope's keyword candidates, met once); past KEYWORD_MIRROR_ROWS they are read for
+    this call alone, a bounded set, where a kept scope is left to FTS5."""
     if slot is None or key[0] is None:
         return None
     with mirror.lock:
         state = mirror.state
         if state.key != key:
             state = mirror.state = _KeywordState(key)
+        base = slot << FACT_BITS
         if state.total_rows > KEYWORD_MIRROR_ROWS:
             mirror.known = None
-            return None
+            return None if keep else ScopeKeywords(state, _rows_of(conn, base, fact_ids))
+        if not keep:
+            return ScopeKeywords(state, _scope_rows(conn, mirror, state, base, fact_ids))
         scope = tuple(fact_ids)
         found = state.scopes.get(scope)
         if found is None:
-            rows = _scope_rows(conn, mirror, state, slot << FACT_BITS, fact_ids)
+            rows = _scope_rows(conn, mirror, state, base, fact_ids)
             if len(state.scopes) >= KEYWORD_SCOPES:
                 state.scopes.clear()
             found = state.scopes[scope] = ScopeKeywords(state, rows)
         return found
+
+
+def _rows_of(conn: Any, base: int, fact_ids: list[int]) -> list[tuple[int, str, int]]:
+    """(fact_id, tokens, length) of these facts' keyword rows, read now (no mirror)."""
+    known: dict[int, _Row] = {}
+    _reread(conn, known, [base | fid for fid in fact_ids])
+    return [(fid, row[1], row[2]) for fid in fact_ids if (row := known.get(base | fid))]
 
 
 def _scope_rows(

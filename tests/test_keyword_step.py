@@ -14,6 +14,7 @@ import pytest
 from langgraph.store.base import PutOp
 
 from sgam_store import SGAMStore
+from sgam_store.engines.sqlite import reads as sqlite_reads
 from sgam_store.read import candidates
 
 ENGINES = ("sqlite", "postgres")
@@ -103,3 +104,23 @@ def test_bm25_reads_a_bounded_number_of_rows(filled: SGAMStore) -> None:
         filled.conn.set_trace_callback(None)
     sizes = sum("fact_fts_docsize" in s for s in statements)
     assert sizes <= POSTINGS
+
+
+@pytest.mark.sqlite_only
+def test_past_the_mirror_the_candidates_are_read_for_the_call(
+    filled: SGAMStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index larger than the keyword mirror holds (1M facts) still scores a bounded
+    set in process: its rows are read for the call, with the same hits and scores."""
+    queries = ["alpha", "alpha zeta", "zeta"]
+    mirrored = [filled.search(("acme",), query=q, limit=10) for q in queries]
+    monkeypatch.setattr(sqlite_reads, "KEYWORD_MIRROR_ROWS", 10)
+    statements: list[str] = []
+    filled.conn.set_trace_callback(statements.append)
+    try:
+        read = [filled.search(("acme",), query=q, limit=10) for q in queries]
+    finally:
+        filled.conn.set_trace_callback(None)
+    assert read == mirrored
+    assert not any(s == "SELECT rowid, body FROM fact_fts" for s in statements)  # not whole
+    assert sum("fact_fts_docsize" in s for s in statements) <= POSTINGS

@@ -738,28 +738,31 @@ class ScopeKeywords:
         """(fact_id, score) of the scope's rows holding any of `tokens`, best first, as
         `keyword_scores` gives them for the same terms: fts5_aux.c's bm25, operation
         for operation, so the doubles are equal too. `conn` counts the rows holding a
-        token the state has not counted yet."""
-        matched: set[int] = set()
-        for token in tokens:
-            matched.update(self._holding(token))
-        if not matched:
+        token the state has not counted yet.
+
+        A token is counted in the rows holding it only: elsewhere its term is 0.0, and
+        adding 0.0 leaves a double as it was, so each row's sum, taken in the tokens'
+        order, is bm25's (a large scope's ~700 candidates of long rows: 2,960 -> 1,560
+        substring counts a search)."""
+        holding = [self._holding(token) for token in tokens]
+        if not any(holding):
             return []
         n, avgdl = self.state.total_rows, self.state.average_length
-        idf = []
-        for token in tokens:
+        k1, b = BM25_K1, BM25_B
+        texts, lengths = self.texts, self.lengths
+        scores: dict[int, float] = {}
+        for token, rows in zip(tokens, holding, strict=True):
             hits = self.frequency(conn, token)
             value = math.log((n - hits + 0.5) / (hits + 0.5))
-            idf.append(value if value > 0.0 else 1e-6)
-        k1, b = BM25_K1, BM25_B
-        spaced = [f" {token} " for token in tokens]
-        found = []
-        for i in matched:
-            text, length = self.texts[i], self.lengths[i]
-            score = 0.0
-            for pattern, weight in zip(spaced, idf, strict=True):
-                freq = float(text.count(pattern))
-                score += weight * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
-            found.append((-1.0 * score, self.fact_ids[i]))
+            weight = value if value > 0.0 else 1e-6
+            pattern = f" {token} "
+            for i in rows:
+                freq = float(texts[i].count(pattern))
+                term = weight * (
+                    (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * lengths[i] / avgdl))
+                )
+                scores[i] = scores.get(i, 0.0) + term
+        found = [(-1.0 * score, self.fact_ids[i]) for i, score in scores.items()]
         found.sort()
         return [(fact_id, -bm / (1.0 - bm)) for bm, fact_id in found]
 

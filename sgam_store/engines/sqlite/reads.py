@@ -767,6 +767,34 @@ class ScopeKeywords:
         return [(fact_id, -bm / (1.0 - bm)) for bm, fact_id in found]
 
 
+class CandidateKeywords(ScopeKeywords):
+    """A large scope's keyword candidates (`keep=False`), scored once: a token is looked
+    for row by row, where a kept scope joins its rows first so that a token is looked for
+    once in all of them (for a set scored once, the join cost more than it saved: ~700
+    long LangMem rows, bm25 of 4 terms 4.1 -> 3.2 ms of CPU)."""
+
+    __slots__ = ()
+
+    def __init__(self, state: _KeywordState, rows: list[tuple[int, str, int]]) -> None:
+        self.state = state
+        self.fact_ids = [fid for fid, _, _ in rows]
+        self.texts = [text for _, text, _ in rows]
+        self.lengths = [length for _, _, length in rows]
+        self.postings = {}
+        self.joined, self.starts = "", []
+
+    def _holding(self, token: str) -> list[int]:
+        found = self.postings.get(token)
+        if found is None:
+            spaced = f" {token} "
+            found = [i for i, text in enumerate(self.texts) if spaced in text]
+            self.postings[token] = found
+        return found
+
+    def holds(self, token: str) -> bool:
+        return bool(self._holding(token))
+
+
 # Scopes a state of the keyword mirror keeps (`ScopeKeywords`) before it starts over.
 KEYWORD_SCOPES = 1024
 
@@ -809,9 +837,9 @@ def _scope_keywords(
         base = slot << FACT_BITS
         if state.total_rows > KEYWORD_MIRROR_ROWS:
             mirror.known = None
-            return None if keep else ScopeKeywords(state, _rows_of(conn, base, fact_ids))
+            return None if keep else CandidateKeywords(state, _rows_of(conn, base, fact_ids))
         if not keep:
-            return ScopeKeywords(state, _scope_rows(conn, mirror, state, base, fact_ids))
+            return CandidateKeywords(state, _scope_rows(conn, mirror, state, base, fact_ids))
         scope = tuple(fact_ids)
         found = state.scopes.get(scope)
         if found is None:

@@ -523,8 +523,11 @@ def keyword_recent(conn: Any, terms: list[str], tenant: str, n: int) -> tuple[li
 
     A large scope's keyword step ranks these (`read.candidates`): FTS5 walks a term's
     postings in rowid order without scoring them (BM25 reads each matching row's size:
-    ~8,200 rows of "passport" at 100k, 7.6-14.8 ms), so this costs `n` postings a term
-    whatever the tenant's size."""
+    ~8,200 rows of "passport" at 100k, 7.6-14.8 ms), so this reads `n` rows a term
+    whatever the tenant's size. FTS5 still steps over the postings of the tenants
+    numbered after this one to reach its newest, as any ranking confined to a tenant
+    steps over those outside it (no row read: 0.05 ms a term for LangMem's last user at
+    100k, 0.43 ms for its first)."""
     slot = tenant_slot(conn, tenant)
     if slot is None:
         return [], True

@@ -73,8 +73,8 @@ def test_a_common_term_ranks_its_newest_postings(filled: SGAMStore) -> None:
 
 
 def test_a_filter_deepens_to_older_postings(filled: SGAMStore) -> None:
-    """A filter that rejects every newest posting: the step reads deeper, as far as it
-    must, so the page is still full and matches the filter."""
+    """A filter that rejects every newest posting: the step ranks every row then, so
+    the page is still full and matches the filter."""
     found = filled.search(("acme",), query="alpha", filter={"kind": "old"}, limit=10)
     assert len(found) == 10 and all(item.value["kind"] == "old" for item in found)
 

@@ -315,12 +315,17 @@ def recent_fetch(bounds: Bounds, terms: list[str], exact: Fetch, mirror: Any | N
     `exact` scores them (the whole index's statistics), best first.
 
     What that returns differently: a memory whose every query term is held by more
-    than that many newer memories of the tenant is not a keyword candidate. Never
-    exhausted while a term is cut: asked for more hits (filters rejected some),
-    `deepen` reads 4 times as many postings, up to every row."""
+    than that many newer memories of the tenant is not a keyword candidate. Only the
+    first batch is bounded: asked for more (a filter or prefix rejected too many of
+    it), `deepen` gets the unbounded ranking, as before, where a second bounded round
+    of 4 times the postings would score thousands of rows in Python."""
     engine, conn, tenant = bounds.engine, bounds.conn, bounds.tenant
+    asked: list[int] = []
 
     def fetch(n: int) -> Batch:
+        asked.append(n)
+        if len(asked) > 1:
+            return exact(n)
         postings = RECENT_POSTINGS * max(1, n // keyword_depth(1))
         ids, complete = engine.reads.keyword_recent(conn, terms, tenant, postings)
         if complete:

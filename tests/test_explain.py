@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import pytest
 
 from sgam_store import SGAMStore
@@ -116,3 +119,32 @@ def test_every_retrieval_setting_explains_searchs_hits(target: str, retrieval: d
                 assert all(e.cosine is None for e in explained)
             if retrieval.get("mode") == "vector":
                 assert all(e.keyword is None and e.cosine is not None for e in explained)
+
+
+def _keyword_rankings(store: SGAMStore, call: Any) -> int:
+    """How many keyword-index queries (an FTS5 MATCH) `call` runs; FTS5's own internal
+    statements (traced with a leading comment) are not the store's."""
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    try:
+        call()
+    finally:
+        store.conn.set_trace_callback(None)
+    return sum(" MATCH " in s and not s.startswith("--") for s in statements)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("fixture", ["store", "vstore"])
+def test_explain_ranks_once(request: pytest.FixtureRequest, fixture: str) -> None:
+    """The explanation reports the search's own rankings: it runs the keyword queries
+    `search` runs, no more (it used to rank the keywords a second time for the ranks)."""
+    store = request.getfixturevalue(fixture)
+    _fill(store)
+    for n in range(40):
+        store.put(("acme", f"s{n}"), "note", {"text": f"alice note {n} about vegetarian food"})
+    query = "alice vegetarian river"
+    for prefix in [("acme",), ()]:
+        search = partial(store.search, prefix, query=query, limit=5)
+        explain = partial(store.explain_search, prefix, query, limit=5)
+        searched, explained = _keyword_rankings(store, search), _keyword_rankings(store, explain)
+        assert searched >= 1 and explained == searched

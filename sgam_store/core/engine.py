@@ -66,6 +66,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "keyword_terms",
             "keyword_query",
             "keyword_hits",
+            "keyword_recent",
             "keyword_coverage",
         }
     ),

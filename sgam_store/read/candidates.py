@@ -75,7 +75,8 @@ def gather(bounds: Bounds, search: Search, sources: Sources) -> Found:
         return _small(bounds, search, sources)
     seen = Admission(bounds)
     if search.vector is None:
-        return Found(keyword=keyword_ranking(bounds, search.text, search.want, seen))
+        ranking = keyword_ranking(bounds, search.text, search.want, seen, sources.keywords)
+        return Found(keyword=ranking)
     if search.cfg.mode == "vector":
         scan = _scan(bounds, search.vector, sources, search.depth, overlap=False)
         return Found(vector=vector_ranking(bounds, search.vector, search.depth, seen, scan()))
@@ -283,13 +284,60 @@ def keyword_fetch(engine: Any, conn: Any, query: Any) -> Fetch:
     return fetch
 
 
-def keyword_ranking(bounds: Bounds, text: str, want: int, seen: Admission) -> Ranked:
-    """(fact_id, BM25 score, row_id) by BM25 alone (keyword mode, or no embeddings)."""
-    match = keyword_match(bounds, text, None)
+def keyword_ranking(
+    bounds: Bounds, text: str, want: int, seen: Admission, mirror: Any | None = None
+) -> Ranked:
+    """(fact_id, BM25 score, row_id) by BM25 alone (keyword mode, or no embeddings); in a
+    tenant's large scope, over its terms' newest postings (`recent_fetch`). `mirror` is
+    the engine's in-process keyword scorer (None: its statements score)."""
+    engine, conn = bounds.engine, bounds.conn
+    terms = engine.reads.keyword_terms(conn, text)
+    match = engine.reads.keyword_query(conn, terms, bounds.tenant)
     if match is None:
         return []
-    fetch = keyword_fetch(bounds.engine, bounds.conn, match)
+    fetch = keyword_fetch(engine, conn, match)
+    if bounds.tenant is not None:
+        fetch = recent_fetch(bounds, terms, fetch, mirror)
     return deepen(fetch, keyword_depth(want), want, seen)[:want]
+
+
+# A large scope's keyword step (a whole tenant, or a prefix of more than SMALL_SCOPE_MAX
+# facts) ranks, of each query term, at most this many of the tenant's rows holding it, the
+# newest, for a first batch of hits (`keyword_depth`: a page of up to 16), in proportion
+# for more: BM25 over every row holding a term grows with the tenant (~8,200 rows of
+# "passport" at 100k facts), this does not. Measured on the 100k stores' big tenants
+# (bench_ui's query and 60 of bench_table's questions; docs/read-path.md, large scopes):
+# 256 found top 10s as good by BM25 as the unbounded ranking's in 59 of 61 questions;
+# 1,024 in all, at about the unbounded ranking's CPU time for the median question.
+RECENT_POSTINGS = 256
+
+
+def recent_fetch(bounds: Bounds, terms: list[str], exact: Fetch, mirror: Any | None) -> Fetch:
+    """`exact` (the keyword ranking over every row holding a term) where no term is held
+    by more than the postings read (the same hits, same order, a bounded cost); else
+    BM25 over the union of each term's newest postings (`keyword_recent`), scored as
+    `exact` scores them (the whole index's statistics), best first.
+
+    What that returns differently: a memory whose every query term is held by more
+    than that many newer memories of the tenant is not a keyword candidate. Only the
+    first batch is bounded: asked for more (a filter or prefix rejected too many of
+    it), `deepen` gets the unbounded ranking, as before, where a second bounded round
+    of 4 times the postings would score thousands of rows in Python."""
+    engine, conn, tenant = bounds.engine, bounds.conn, bounds.tenant
+    asked: list[int] = []
+
+    def fetch(n: int) -> Batch:
+        asked.append(n)
+        if len(asked) > 1:
+            return exact(n)
+        postings = RECENT_POSTINGS * max(1, n // keyword_depth(1))
+        ids, complete = engine.reads.keyword_recent(conn, terms, tenant, postings)
+        if complete:
+            return exact(n)
+        scorer = ScopeScorer(engine, conn, tenant, sorted(ids), mirror, keep=False)
+        return scorer.scores(terms)[:n], False
+
+    return fetch
 
 
 def hybrid_rankings(

@@ -1,10 +1,10 @@
 """Why a search returned what it did: each hit's score beside its two signals.
 
-`explain` ranks with the store's own ranker (`Ranker.page`, so its hits and order are
-`search`'s, threshold and page included), then asks each side about those hits alone: the share of
-the query's terms the memory holds and its place in the keyword ranking; its cosine
-similarity and its place in the vector ranking. Both side rankings run over the same
-scope, prefix and filter as the search. Nothing here writes.
+`explain` runs the store's own ranker once (`Ranker.explained`: `search`'s hits and
+order, threshold and page included) and reports, for those hits alone, what that search
+computed: each hit's place in the keyword and in the vector ranking that fusion ordered,
+and its cosine similarity; plus the share of the query's terms the memory holds (one read
+of the page's keyword rows). Nothing is ranked a second time. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 from langgraph.store.base import SearchItem, SearchOp
 
-from sgam_store.read import candidates, items, scoring
-from sgam_store.read.query import Ranked, RetrievalConfig, Scope, vector_depth
-from sgam_store.read.scope import Bounds, plain
+from sgam_store.read import items
+from sgam_store.read.query import Ranked, RetrievalConfig, Scope
+from sgam_store.read.scoring import Signals
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,16 @@ class Explanation:
     """One search hit and the two contributions behind its score.
 
     `keyword` is the share of the query's distinct terms the memory's keyword row holds
-    (1.0: all of them), `keyword_rank` its 1-based place in the BM25 ranking; `cosine`
-    its best field's cosine similarity to the query, `vector_rank` its place in the
-    vector ranking. Each is None where that side did not find the memory (no shared
-    term, beyond the ranking's depth, no vector) or the store has no such index or the
-    retrieval mode leaves the side out. `score` is the hit's score as `search` reports
-    it (None for a listing: a search without a query).
+    (1.0: all of them). `keyword_rank` is its 1-based place in the keyword ranking the
+    search itself fused: BM25's order over the terms it ranked by (terms too common in
+    the store or the scope left out, `read.terms`), as deep as the search read it. `cosine`
+    is its best field's cosine similarity to the query, `vector_rank` its place in the
+    vector ranking fusion received (the vector hits, with the keyword hits' exact cosines
+    added in). Each is None where that side did not find the memory (no shared term, a
+    term the search left out, beyond the ranking's depth, no vector) or the store has no
+    such index or the retrieval mode leaves the side out; so a memory may hold a share
+    of the query yet have no keyword rank. `score` is the hit's score as `search`
+    reports it (None for a listing: a search without a query).
     """
 
     item: SearchItem
@@ -52,17 +56,13 @@ def explain(
     if not op.query:
         return [_bare(item) for item in ranker.search(scope, op, None, retrieval)]
     with engine.snapshot() as conn:
-        page = ranker.page(conn, scope, op, query_vec, retrieval)
+        page, signals = ranker.explained(conn, scope, op, query_vec, retrieval)
         rows = engine.reads.rows_by_id(conn, [row_id for _, _, row_id in page])
         fids = [fid for fid, _, _ in page]
-        depth = max(op.offset + op.limit, retrieval.depth)
-        bounds = plain(engine, conn, scope, op)
-        keyword, keyword_rank = _keyword_side(bounds, op.query, fids, depth)
-        cosine, vector_rank = _vector_side(bounds, query_vec, fids, depth)
-    if retrieval.mode == "keyword":
-        cosine, vector_rank = {}, {}
-    elif retrieval.mode == "vector" and query_vec is not None:
-        keyword, keyword_rank = {}, {}
+        keywords = not (retrieval.mode == "vector" and query_vec is not None)
+        keyword = _shares(engine, conn, op.query, fids) if keywords else {}
+    keyword_rank = _places(signals.keyword, fids) if keywords else {}
+    cosine, vector_rank = _vector_side(signals, fids)
     return [
         Explanation(
             item=items.to_item(rows[row_id], score=score, search=True),  # type: ignore[arg-type]
@@ -80,34 +80,25 @@ def _bare(item: SearchItem) -> Explanation:
     return Explanation(item, None, None, None, None, None)
 
 
-def _places(ranked: Ranked) -> dict[int, int]:
-    return {fid: place for place, (fid, _, _) in enumerate(ranked, start=1)}
+def _places(ranked: Ranked, fids: list[int]) -> dict[int, int]:
+    """{fact_id: 1-based place in `ranked`} of those of `fids` it holds."""
+    wanted = set(fids)
+    return {fid: place for place, (fid, _, _) in enumerate(ranked, start=1) if fid in wanted}
 
 
-def _keyword_side(
-    bounds: Bounds, query: str, fids: list[int], depth: int
-) -> tuple[dict[int, float], dict[int, int]]:
-    """({fact_id: share of the query's terms held}, {fact_id: BM25 rank}) of `fids`;
-    a memory that holds no term of the query is in neither."""
-    engine, conn = bounds.engine, bounds.conn
+def _shares(engine: Any, conn: Any, query: str, fids: list[int]) -> dict[int, float]:
+    """{fact_id: share of the query's terms held} of `fids`; a memory that holds no
+    term of the query is left out."""
     terms = engine.reads.keyword_terms(conn, query)
     share = engine.reads.keyword_coverage(conn, terms, fids) if terms and fids else {}
-    held = {fid: s for fid, s in share.items() if s > 0}
-    seen = candidates.Admission(bounds)
-    ranked = candidates.keyword_ranking(bounds, query, depth, seen)
-    wanted = set(fids)
-    return held, {fid: p for fid, p in _places(ranked).items() if fid in wanted}
+    return {fid: s for fid, s in share.items() if s > 0}
 
 
-def _vector_side(
-    bounds: Bounds, query_vec: bytes | None, fids: list[int], depth: int
-) -> tuple[dict[int, float], dict[int, int]]:
-    """({fact_id: cosine}, {fact_id: vector rank}) of `fids`; empty without a query
-    vector (no index, or a query with no direction)."""
-    if query_vec is None or not fids:
-        return {}, {}
-    cosine = scoring.cosine_for(bounds.engine, bounds.conn, fids, query_vec)
-    seen = candidates.Admission(bounds)
-    ranked = candidates.vector_ranking(bounds, query_vec, vector_depth(depth), seen)
+def _vector_side(signals: Signals, fids: list[int]) -> tuple[dict[int, float], dict[int, int]]:
+    """({fact_id: cosine}, {fact_id: vector rank}) of `fids` as the search computed
+    them: the ranking's own similarities, and the cosines scoring added (empty where
+    vectors did not rank)."""
     wanted = set(fids)
-    return cosine, {fid: p for fid, p in _places(ranked).items() if fid in wanted}
+    cosine = {fid: sim for fid, sim, _ in signals.vector if fid in wanted}
+    cosine.update((fid, signals.cosine[fid]) for fid in wanted if fid in signals.cosine)
+    return cosine, _places(signals.vector, fids)

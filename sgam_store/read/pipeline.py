@@ -76,18 +76,20 @@ class Ranker:
             asked = self._search(scope, op, query_vec, retrieval)
             return items.built(self._engine, conn, asked, self._rank(conn, asked))
 
-    def page(
+    def explained(
         self,
         conn: Any,
         scope: Scope,
         op: SearchOp,
         query_vec: bytes | None,
         retrieval: RetrievalConfig,
-    ) -> Ranked:
-        """The ranked hits of `op` (a query) that `search` returns: the threshold, then
-        the page. Written once, for `search` and for `explain`."""
+    ) -> tuple[Ranked, scoring.Signals]:
+        """The ranked hits of `op` (a query) that `search` returns (the threshold, then
+        the page), and the signals fusion ordered them by: `explain` reports these, so a
+        hit's ranks are those the search used, and nothing is ranked a second time."""
         asked = self._search(scope, op, query_vec, retrieval)
-        return items.page(asked, self._rank(conn, asked))
+        signals = self._signals(conn, asked)
+        return items.page(asked, fusion.fused(asked, signals)), signals
 
     def facts(self, scope: Scope, query: str, limit: int, retrieval: RetrievalConfig) -> list[Fact]:
         """Ranked facts for `query` within `scope` (the read path's search step)."""
@@ -110,10 +112,14 @@ class Ranker:
         with rank: the cosine similarity when vectors exist (in hybrid mode on the fused
         order, see `fusion.similarity_scores`), else the calibrated keyword score
         (`scoring.calibrated`)."""
+        return fusion.fused(asked, self._signals(conn, asked))
+
+    def _signals(self, conn: Any, asked: Search) -> scoring.Signals:
+        """The stages from scope to the window: what fusion orders."""
         bounds = scope.bounds(self._engine, conn, asked, self._sources.stats)
         found = candidates.gather(bounds, asked, self._sources)
         signals = scoring.score(bounds, asked, found)
-        return fusion.fused(asked, window.windowed(bounds, asked, signals))
+        return window.windowed(bounds, asked, signals)
 
     def _scanner(self) -> ThreadPoolExecutor:
         # A forked child inherits the executor but not its thread: start a new one there.

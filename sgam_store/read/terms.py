@@ -103,14 +103,22 @@ class ScopeScorer:
     """
 
     def __init__(
-        self, engine: Any, conn: Any, tenant: str | None, fact_ids: list[int], mirror: Any
+        self,
+        engine: Any,
+        conn: Any,
+        tenant: str | None,
+        fact_ids: list[int],
+        mirror: Any,
+        keep: bool = True,
     ) -> None:
+        """`keep=False`: facts met once (a large scope's keyword candidates), which the
+        mirror scores without keeping."""
         self.engine, self.conn, self.fact_ids = engine, conn, fact_ids
         self.tenant = tenant
         in_process = mirror is not None and self.tenant is not None and fact_ids
         # The index's highest row id comes with the mirror's state (None: not read yet).
         self.local, self.rows = (
-            mirror.scope(conn, self.tenant, fact_ids) if in_process else (None, None)
+            mirror.scope(conn, self.tenant, fact_ids, keep) if in_process else (None, None)
         )
 
     def scores(self, terms: list[str]) -> Hits:

@@ -419,6 +419,25 @@ def keyword_hits(conn: Any, query: KeywordQuery, n: int) -> Hits:
     return _bounded(found)
 
 
+def keyword_recent(conn: Any, terms: list[str], tenant: str, n: int) -> tuple[list[int], bool]:
+    """The fact ids of the `n` newest keyword rows of `tenant` holding each of `terms`
+    (highest fact id first, every term's together, each id once), and whether that is
+    every row of the tenant holding any of them (no term held by more than `n`): SQLite's
+    `keyword_recent`, a tenant's keyword rows ordered by fact id as its rowids are. A
+    statement a term, each its tsquery as a constant (see `keyword_hits`)."""
+    found: dict[int, None] = {}
+    complete = True
+    for term in terms:
+        rows = conn.execute(
+            "SELECT k.fact_id FROM fact_keywords k WHERE k.tsv @@ %s::tsquery "
+            "AND k.tenant_id = %s ORDER BY k.fact_id DESC LIMIT %s",
+            (_quoted(term), tenant, n + 1),
+        ).fetchall()
+        complete = complete and len(rows) <= n
+        found.update(dict.fromkeys(fid for (fid,) in rows[:n]))
+    return list(found), complete
+
+
 # ---------------------------------------------------------------- hybrid search's first step
 
 

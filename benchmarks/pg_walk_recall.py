@@ -1,4 +1,4 @@
-"""Where PostgreSQL's vector search may walk HNSW: recall@10 of pgvector's HNSW walk
+"""Why PostgreSQL's vector search never walks HNSW: recall@10 of pgvector's HNSW walk
 against the exact scan, on MiniLM vectors of bench_table's realistic text (issue 41's rule:
 a scope may be approximate only where recall@10 against exact search is >= 0.95).
 
@@ -14,10 +14,11 @@ ten are the top ten.
     python benchmarks/pg_walk_recall.py --layout sgam --size 20000
     python benchmarks/pg_walk_recall.py --layout langmem --size 100000 --ef 100,1000
     python benchmarks/pg_walk_recall.py --layout sgam --size 20000 --distinct   # copies merged
-    python benchmarks/pg_walk_recall.py --layout langmem --size 20000 --store   # the store's path
 
-`--store` measures the store itself instead: the memories put into SGAMStore, and its
-all-tenant search exact and through the walk over distinct vectors (schema v11's heads).
+The walk is measured as a walk (sequential scans off: from ef_search 200 on 5,307 vectors
+the planner chose the exact scan instead, and reported its recall as the walk's), the exact
+scan as a sort of a fenced subquery, which no index can order. Commit bb23f09 (schema v11,
+reverted) measured the store's own path, a walk over distinct vectors, with `--store`.
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from bench_table import TIE, Exact, MiniLMVectors, Workload, analyze, open_sgam, plan
+from bench_table import TIE, MiniLMVectors, plan
 from harness import TOP_K, Databases, Samples
-
-from sgam_store.engines.postgres import reads
 
 
 def literal(vector: np.ndarray) -> str:
@@ -86,45 +85,6 @@ def measure(uri: str, matrix: np.ndarray, queries: np.ndarray, efs: list[int]) -
             )
 
 
-def measure_store(uri: str, workload: Workload, embedder: MiniLMVectors, efs: list[int]) -> None:
-    """The store's own path (`--store`): bench_table's memories put into SGAMStore,
-    analyzed, and its all-tenant searches run exactly (every current vector scanned) and
-    by the walk over distinct vectors at each ef_search (`reads.EF_SEARCH_MIN`); recall@10
-    of the vector-only search against exact (bench_table's `Exact`), and the median ms of
-    it and of hybrid search."""
-    tenant_at = workload.layout.tenant_at
-    vector = open_sgam(uri, embedder, tenant_at, vector=True)
-    hybrid = open_sgam(uri, embedder, tenant_at, vector=False)
-    started = time.perf_counter()
-    for batch in workload.batches:
-        vector.store.batch(batch)
-    analyze(uri)
-    print(f"  loaded and analyzed in {time.perf_counter() - started:.0f}s")
-    truth = Exact(workload, embedder)
-    try:
-        settings = [("exact", 0), ("exact, distinct", -1)]
-        for label, ef in [*settings, *((f"walk, ef_search {ef}", ef) for ef in efs)]:
-            reads.ALL_TENANTS_EXACT_MAX = 0 if ef else 10**12
-            reads.EF_SEARCH_MIN = ef if ef > 0 else reads.EF_SEARCH_MIN
-            reads.HEADS_EXACT = ef < 0
-            recalls, ms, hybrid_ms = [], [], []
-            for query in workload.everywhere:
-                for contender, times in ((vector, ms), (hybrid, hybrid_ms)):
-                    started = time.perf_counter()
-                    found = contender.store.search(query[0], query=query[1], limit=TOP_K)
-                    times.append((time.perf_counter() - started) * 1000)
-                    if contender is vector:
-                        recalls.append(truth.recall(query, found))
-            print(
-                f"  {label:<22} recall@10 {np.mean(recalls):.3f} (worst {min(recalls):.1f})"
-                f"  vector {statistics.median(ms):6.2f} ms  hybrid "
-                f"{statistics.median(hybrid_ms):6.2f} ms"
-            )
-    finally:
-        vector.close()
-        hybrid.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layout", default="sgam", choices=["langmem", "sgam"])
@@ -134,7 +94,6 @@ def main() -> None:
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--distinct", action="store_true", help="index each text once")
-    parser.add_argument("--store", action="store_true", help="SGAMStore's own search path")
     parser.add_argument("--seed", type=int, default=7, help="bench_table's workload seed")
     parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
     parser.add_argument(
@@ -144,7 +103,7 @@ def main() -> None:
     samples = Samples(0, 0, 1, args.queries, 0.5, 1)
     workload = plan(args.layout, args.size, samples, args.seed)
     embedder = MiniLMVectors(args.cache_dir)
-    embedder.warm(workload.texts(), lists=args.store)
+    embedder.warm(workload.texts())
     texts = [value["content"] for value in workload.memories.values()]
     copies = Counter(texts)
     print(
@@ -155,18 +114,14 @@ def main() -> None:
     matrix = np.stack([embedder.vector(t) for t in indexed])
     queries = np.stack([embedder.vector(q) for _, q in workload.everywhere])
     databases = Databases(args.pg_uri)
-    efs = [int(ef) for ef in args.ef.split(",")]
     try:
         uri = databases.fresh()
-        if args.store:
-            measure_store(uri, workload, embedder, efs)
-            return
         built = load(uri, matrix, args.m, args.ef_construction)
         print(
             f"  {len(indexed):,} vectors indexed in {built:.0f}s (m {args.m}, "
             f"ef_construction {args.ef_construction}); {len(queries)} queries"
         )
-        measure(uri, matrix, queries, efs)
+        measure(uri, matrix, queries, [int(ef) for ef in args.ef.split(",")])
     finally:
         databases.close()
 

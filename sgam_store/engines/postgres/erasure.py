@@ -77,34 +77,11 @@ def _keys(cur: Any, fact_ids: list[int]) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- deletion
 
 
-# Erasures elect heads one at a time: two of them erasing the heads of one vector could
-# each elect a row the other deletes, and leave its remaining rows without a head.
-_HEADS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('sgam vector heads', 0))"
-# A new head for each digest whose heads went, among the rows left (a statement after the
-# DELETE: within one statement the deleted rows are still seen). Under row security, among
-# the tenant's own rows (see indexing._INSERT_VECTORS).
-_ELECT = (
-    "UPDATE fact_vectors SET is_head = true WHERE vec_id IN ("
-    "SELECT DISTINCT ON (digest) vec_id FROM fact_vectors v WHERE digest = ANY(%s::uuid[]) "
-    "AND NOT EXISTS (SELECT 1 FROM fact_vectors h WHERE h.digest = v.digest AND h.is_head) "
-    "ORDER BY digest, vec_id)"
-)
-
-
 def delete_vectors(cur: Any, fact_ids: list[int]) -> int:
-    """Delete the facts' vectors; return the rows removed. A deleted head (the row of its
-    vector in the approximate index, `migrations.HEADS`) hands over to a row of the same
-    vector that stays, so the walk still finds those rows; a vector none of whose rows
-    stays leaves the index with its last row."""
+    """Delete the facts' vectors; return the rows removed."""
     if not has_vectors(cur):
         return 0
-    cur.execute(_HEADS_LOCK)
-    gone = cur.execute(
-        f"DELETE FROM fact_vectors WHERE {_F} RETURNING digest, is_head", (list(fact_ids),)
-    ).fetchall()
-    if heads := list({digest for digest, head in gone if head}):
-        cur.execute(_ELECT, (heads,))
-    return len(gone)
+    return cur.execute(f"DELETE FROM fact_vectors WHERE {_F}", (list(fact_ids),)).rowcount
 
 
 def erase(cur: Any, fact_ids: Iterable[int], episodes: Iterable[portable.Episode]) -> PurgeReport:

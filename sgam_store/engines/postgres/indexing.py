@@ -22,20 +22,10 @@ from sgam_store.core import analysis
 from sgam_store.core.errors import DimensionMismatchError
 from sgam_store.engines.postgres import migrations
 
-# Each row is its vector's head (`migrations.HEADS`) when it is the first of its digest in
-# the statement and no head of that digest exists. The head found is locked (KEY SHARE):
-# an erasure deleting it meanwhile makes this writer wait, and then find no head and
-# become one, so a written vector is never left without a head to the walk. Under row
-# security a writer sees its tenant's heads only, and elects among those: a tenant whose
-# row came out headless would learn that another tenant stored the same vector.
 _INSERT_VECTORS = (
-    "INSERT INTO fact_vectors (fact_id, field, tenant_id, is_current, embedding, is_head) "
-    "SELECT f, fl, t, c, v, n = 1 AND NOT EXISTS (SELECT 1 FROM fact_vectors h "
-    "WHERE h.digest = w.d AND h.is_head FOR KEY SHARE) "
-    "FROM (SELECT f, fl, t, c, v, d, row_number() OVER (PARTITION BY d) AS n FROM unnest("
-    "%s::bigint[], %s::text[], %s::text[], %s::boolean[], %s::text[]) AS u(f, fl, t, c, e), "
-    "LATERAL (SELECT u.e::vector AS v) AS x, "
-    f"LATERAL (SELECT {migrations.DIGEST.format('x.v')} AS d) AS y) AS w"
+    "INSERT INTO fact_vectors (fact_id, field, tenant_id, is_current, embedding) "
+    "SELECT f, fl, t, c, e::vector FROM unnest("
+    "%s::bigint[], %s::text[], %s::text[], %s::boolean[], %s::text[]) AS u(f, fl, t, c, e)"
 )
 
 

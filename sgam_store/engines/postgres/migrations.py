@@ -311,9 +311,8 @@ def settle_tenant_at(conn: Any, requested: int | None) -> int:
 def ensure_vector_table(conn: Any, dims: int) -> None:
     """Create the vector table for `dims`, or check an existing one has the same dims.
 
-    Its approximate index holds each distinct vector once (`HEADS`, schema v11): only
-    all tenants' current search walks it (see reads.nearest); every other scope scans
-    exactly."""
+    No approximate index: every vector search scans exactly (see reads.nearest and V10).
+    """
     with conn.transaction():
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -332,8 +331,6 @@ def ensure_vector_table(conn: Any, dims: int) -> None:
         cur.execute("CREATE INDEX fact_vectors_fact ON fact_vectors (fact_id)")
         # An exact scan of one tenant's current vectors reads only those (reads.nearest).
         cur.execute("CREATE INDEX fact_vectors_tenant ON fact_vectors (tenant_id) WHERE is_current")
-        for statement in HEADS:
-            cur.execute(statement)
         for statement in policies("fact_vectors"):
             cur.execute(statement)
         if row_security_on(cur):
@@ -490,38 +487,4 @@ MIGRATIONS.append(V9)
 # with an index has opened the database.
 V10 = ["DROP INDEX IF EXISTS fact_vectors_hnsw"]
 MIGRATIONS.append(V10)
-
-# V11 (issue 41): the approximate index over distinct vectors. Equal texts have equal
-# vectors, and a group of copies is a sink in an HNSW graph (pgvector#837), so the graph
-# holds each vector once: `digest` names a vector by its bytes (pgvector's binary form),
-# and one row of each digest, its head, is in the partial HNSW index. A head is any row,
-# current or not, of any tenant: the walk finds the nearest distinct vectors and
-# `reads.nearest` expands each to the scope's rows by digest (`fact_vectors_digest`, which
-# also finds a digest's head). Heads are elected where vectors are written
-# (`indexing._INSERT_VECTORS`) and again where they are erased (`erasure.delete_vectors`).
-DIGEST = "md5(vector_send({}))::uuid"
-HEADS = [
-    f"ALTER TABLE fact_vectors ADD COLUMN IF NOT EXISTS digest uuid "
-    f"GENERATED ALWAYS AS ({DIGEST.format('embedding')}) STORED",
-    "ALTER TABLE fact_vectors ADD COLUMN IF NOT EXISTS is_head boolean NOT NULL DEFAULT false",
-    "CREATE INDEX IF NOT EXISTS fact_vectors_digest ON fact_vectors (digest, is_head)",
-    # m 16 and ef_construction 64, pgvector's defaults, as benchmarks/pg_walk_recall.py
-    # measured them.
-    "CREATE INDEX IF NOT EXISTS fact_vectors_heads ON fact_vectors "
-    "USING hnsw (embedding vector_cosine_ops) WHERE is_head",
-]
-# An existing table's heads: the first row of each digest that has none, elected before
-# the HNSW index is built (the owner's migration reads every tenant's rows: FORCE binds
-# it too). The statements are idempotent: a schema rebuilt by hand may hold them already.
-_ELECT_ALL = (
-    "UPDATE fact_vectors SET is_head = true WHERE vec_id IN "
-    "(SELECT min(vec_id) FROM fact_vectors GROUP BY digest HAVING NOT bool_or(is_head))"
-)
-V11 = [
-    "SELECT set_config('sgam.all_tenants', 'on', true)",
-    "DO $$ BEGIN IF to_regclass('fact_vectors') IS NOT NULL THEN "
-    + " ".join(f"EXECUTE {_quote(s)};" for s in [*HEADS[:3], _ELECT_ALL, HEADS[3]])
-    + " END IF; END $$",
-]
-MIGRATIONS.append(V11)
 LATEST = len(MIGRATIONS)

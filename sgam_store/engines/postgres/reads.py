@@ -17,11 +17,11 @@ What differs from SQLite, and why:
   not BM25: the order within a query differs from SQLite's. The score a search reports
   is `keyword_coverage`, as on SQLite. `keyword_frequency` counts through the GIN index,
   exactly or up to the cap the common-term cut needs.
-- Vectors: pgvector. Exact (recall 1.0) in a tenant's scope (its current vectors through
-  their tenant index) and at a point in time (every version); all tenants' current
-  vectors in a table past ALL_TENANTS_EXACT_MAX are walked over distinct vectors (schema
-  v11's heads, `_walk_sql`): approximate, at the ef_search where the walk met issue 41's
-  rule on realistic text. There is no k ceiling: `capped` is always False.
+- Vectors: pgvector, scanned exactly in every scope (recall 1.0): a tenant's current
+  vectors through their tenant index, all tenants' whole, a point in time's every version.
+  There is no HNSW walk (schema v10 dropped the index): on realistic memory text, whose
+  sentences repeat, it missed issue 41's recall rule (see `_nearest_sql`). There is no k
+  ceiling: `capped` is always False.
 - Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
 """
 
@@ -29,12 +29,9 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from psycopg.pq import TransactionStatus
 
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, ItemRow, ScopeSignals, StoredKey, latest_per_key
@@ -214,95 +211,34 @@ def _vector(query_vec: bytes) -> connection.BinaryVector:
     return connection.BinaryVector.of(query_vec)
 
 
-# All tenants' current vectors are walked (approximate) once the table holds this many
-# vectors (`pg_class.reltuples`: what ANALYZE or VACUUM last counted); a table never
-# counted, or smaller, is scanned exactly. Every other scope is always scanned exactly.
-ALL_TENANTS_EXACT_MAX = 20_000
-# The walk's hnsw.ef_search. bench_table's LangMem layout at 20,000 memories (8,691
-# distinct texts, many near-copies: "My partner's birthday is on <date> ...") through the
-# store (benchmarks/pg_walk_recall.py --store): recall@10 0.72 at 100, 0.81-0.86 at 400,
-# 1.000 at 1,000 only, where the walk is nearly the whole graph.
-EF_SEARCH_MIN = 1000
-EF_SEARCH_MAX = 1000  # pgvector's ceiling: a deeper batch scans exactly
-# The heads scanned exactly instead of walked (recall 1.0): a measurement of what the
-# distinct vectors alone save (pg_walk_recall.py --store's "exact, distinct").
-HEADS_EXACT = False
-
-
 def nearest(
     conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
 ) -> tuple[Hits, bool, bool]:
     """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
-    has no more; and False (no k ceiling, so never capped). All tenants' current vectors
-    in a large table: the walk over distinct vectors (`_walk_sql`), which scans exactly
-    should it come back short. Otherwise an exact scan: of the scope's current vectors
-    (`current`), or of every version's (point-in-time searches)."""
-    vec = _vector(query_vec)
-    if _walks(conn, n, tenant, current):
-        found = conn.execute(_walk_sql("%s::vector"), [vec, *_walk_params(n), vec, n, n])
-    else:
-        found = conn.execute(_nearest_sql(tenant, current), _nearest_params(query_vec, n, tenant))
+    has no more; and False (no k ceiling, so never capped). An exact scan, always: of the
+    scope's current vectors (`current`), or of every version's (point-in-time searches).
+    There is no approximate index to walk: see `_nearest_sql`."""
+    found = conn.execute(_nearest_sql(tenant, current), _nearest_params(query_vec, n, tenant))
     hits = sorted(((fid, 1.0 - d) for fid, d in found), key=lambda h: (-h[1], h[0]))
     return hits, len(hits) < n, False
 
 
-def _walks(conn: Any, n: int, tenant: str | None, current: bool) -> bool:
-    """Whether this batch walks the distinct vectors: all tenants' current vectors, a
-    table of more than ALL_TENANTS_EXACT_MAX, `n` within the walk's reach. Sets the
-    walk's hnsw.ef_search for the transaction in the same round trip (a search's own,
-    `engine.snapshot`; a savepoint would cost two more)."""
-    if tenant is not None or not current or n > EF_SEARCH_MAX:
-        return False
-    inside = conn.info.transaction_status == TransactionStatus.INTRANS
-    with nullcontext() if inside else conn.transaction():
-        size = conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), "
-            f"set_config('enable_seqscan', '{'on' if HEADS_EXACT else 'off'}', true), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'fact_vectors'::regclass)",
-            (str(max(EF_SEARCH_MIN, n)),),
-        ).fetchone()[2]
-    return size > ALL_TENANTS_EXACT_MAX
-
-
-def _walk_sql(query: str) -> str:
-    """The `n` nearest current vectors of all tenants, approximately: pgvector's HNSW
-    walk over the heads (`migrations.HEADS`: each distinct vector once), its `n` nearest
-    expanded by digest to the current rows that hold them (at most `n` each), nearest
-    first; the exact scan instead (a one-time filter) when they make fewer than `n`.
-
-    Over every row, the walk missed issue 41's rule (recall@10 >= 0.95 against exact, on
-    MiniLM vectors of realistic text): memory text repeats, equal texts have equal
-    vectors, and a group of copies links mostly to itself in the graph, so a walk that
-    enters it stays there (pgvector#837: HNSW is not designed for many duplicates).
-    Each vector once, it keeps the rule: see docs/postgres.md for the measured recall.
-    Parameters: `query`'s, then `_walk_params`, then the exact scan's (`query`'s, n, n)."""
-    heads = f"SELECT digest, embedding <=> {query} AS d FROM fact_vectors WHERE is_head"
-    if HEADS_EXACT:
-        heads = f"SELECT digest, d FROM ({heads} OFFSET 0) AS s"
-    heads += " ORDER BY d LIMIT %s"
-    expand = (
-        "SELECT c.fact_id, h.d FROM heads AS h CROSS JOIN LATERAL (SELECT fact_id "
-        "FROM fact_vectors v WHERE v.digest = h.digest AND v.is_current LIMIT %s) AS c "
-        "ORDER BY h.d LIMIT %s"
-    )
-    exact = _nearest_sql(None, True, query)
-    return (
-        f"WITH heads AS MATERIALIZED ({heads}), walk AS MATERIALIZED ({expand}) "
-        "SELECT fact_id, d FROM walk WHERE (SELECT count(*) FROM walk) >= %s "
-        f"UNION ALL SELECT * FROM ({exact}) AS scan WHERE (SELECT count(*) FROM walk) < %s"
-    )
-
-
-def _walk_params(n: int) -> list[int]:
-    """`_walk_sql`'s own parameters for `n` hits: heads to walk, rows a head expands to,
-    hits, the walk's minimum."""
-    return [n, n, n, n]
-
-
 def _nearest_sql(tenant: str | None, current: bool, query: str = "%s::vector") -> str:
     """The exact scan of the scope's vectors: the tenant's (through `fact_vectors_tenant`
-    when current) or every tenant's. The heads' HNSW index cannot serve it: it is
-    partial (`WHERE is_head`), and no predicate here implies that."""
+    when current) or every tenant's.
+
+    Never an HNSW walk (issue 41): memory text repeats (many users tell an agent the same
+    sentence), and equal texts have equal vectors. In an HNSW graph a group of copies links
+    mostly to itself, and a walk that enters it stays there, whatever `hnsw.ef_search`
+    (pgvector's maintainer: HNSW is not designed for many duplicate vectors, pgvector#837).
+    On MiniLM vectors of bench_table's realistic text, the walk over all tenants found
+    0.57-0.67 of the exact top 10 at 100,000 memories in LangMem's layout (27,223 distinct
+    texts) and 0.88-0.92 in SGAM's (15,833, one 2,528 times), at ef_search 100-1,000, the
+    worst query none (benchmarks/pg_walk_recall.py); issue 41's rule allows an approximate
+    scope only at 0.95. The scan took 13 ms over 100,000 vectors (a loaded machine).
+    Each distinct vector once in the graph (commit bb23f09, reverted) did not keep the
+    rule either: 0.84 (LangMem) and 0.88 (SGAM) at 100,000 at ef_search 1,000, since
+    near-copies ("my partner's birthday is on <date>") cluster as tightly as copies."""
     where = " AND ".join(
         (["is_current"] if current else []) + (["tenant_id = %s"] if tenant is not None else [])
     )
@@ -502,18 +438,13 @@ def hybrid_first(
     vector_n: int,
 ) -> HybridFirst:
     """Hybrid search's first step in one statement (one round trip for four): see
-    `HybridFirst`. The vector batch is `nearest`'s: the walk over distinct vectors, or
-    the exact scan.
+    `HybridFirst`. The vector batch is `nearest`'s exact scan.
 
     An optional feature of the statement set (`core.engine.OPTIONAL`): SQLite's vector
     ranking reads the in-process mirror, and its statements are not round trips."""
     current = at is None and known_at is None
-    if _walks(conn, vector_n, tenant, current):
-        source = _walk_sql("(SELECT v FROM q)")
-        vec_params = [*_walk_params(vector_n), vector_n, vector_n]
-    else:
-        source = _nearest_sql(tenant, current, "(SELECT v FROM q)")
-        vec_params = [*([tenant] if tenant is not None else []), vector_n]
+    scoped = [tenant] if tenant is not None else []
+    source = _nearest_sql(tenant, current, "(SELECT v FROM q)")
     kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
     if query is not None:
         kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
@@ -539,7 +470,7 @@ def hybrid_first(
         "UNION ALL SELECT 1, fact_id, NULL, d, NULL FROM vec "
         "UNION ALL SELECT 2, fact_id, NULL, NULL, row_id FROM ok "
         "UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos",
-        (_vector(query_vec), *kw_params, *vec_params, *where_params),
+        (_vector(query_vec), *kw_params, *scoped, vector_n, *where_params),
     ).fetchall()
     return _hybrid_answer(rows, keyword_n, vector_n)
 

@@ -14,11 +14,14 @@ ten are the top ten.
     python benchmarks/pg_walk_recall.py --layout sgam --size 20000
     python benchmarks/pg_walk_recall.py --layout langmem --size 100000 --ef 100,1000
     python benchmarks/pg_walk_recall.py --layout sgam --size 20000 --distinct   # copies merged
+    python benchmarks/pg_walk_recall.py --layout langmem --size 100000 --ivf 200 --ef 5,10
 
 The walk is measured as a walk (sequential scans off: from ef_search 200 on 5,307 vectors
 the planner chose the exact scan instead, and reported its recall as the walk's), the exact
 scan as a sort of a fenced subquery, which no index can order. Commit bb23f09 (schema v11,
 reverted) measured the store's own path, a walk over distinct vectors, with `--store`.
+`--ivf LISTS` builds pgvector's IVFFlat index instead (k-means lists, trained on the rows
+loaded), and `--ef` then names `ivfflat.probes`: a list scan has no graph for copies to sink.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ def literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.8g}" for x in vector) + "]"
 
 
-def load(uri: str, matrix: np.ndarray, m: int, ef_construction: int) -> float:
-    """The vectors into table v, then the HNSW index; the index build's seconds."""
+def load(uri: str, matrix: np.ndarray, m: int, ef_construction: int, lists: int = 0) -> float:
+    """The vectors into table v, then the HNSW index (an IVFFlat one of `lists` lists
+    instead, when given); the index build's seconds."""
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(f"CREATE TABLE v (id int, e vector({matrix.shape[1]}))")
@@ -49,24 +53,32 @@ def load(uri: str, matrix: np.ndarray, m: int, ef_construction: int) -> float:
                 copy.write_row((i, literal(row)))
         started = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '512MB'")
-        conn.execute(
-            "CREATE INDEX ON v USING hnsw (e vector_cosine_ops) "
-            f"WITH (m = {m}, ef_construction = {ef_construction})"
-        )
+        if lists:
+            conn.execute(
+                f"CREATE INDEX ON v USING ivfflat (e vector_cosine_ops) WITH (lists = {lists})"
+            )
+        else:
+            conn.execute(
+                "CREATE INDEX ON v USING hnsw (e vector_cosine_ops) "
+                f"WITH (m = {m}, ef_construction = {ef_construction})"
+            )
         conn.execute("ANALYZE v")
         return time.perf_counter() - started
 
 
-def measure(uri: str, matrix: np.ndarray, queries: np.ndarray, efs: list[int]) -> None:
-    """Per ef_search: mean and worst recall@10 of the walk, its median ms; then the
-    exact scan's median ms (index scans off)."""
+def measure(
+    uri: str, matrix: np.ndarray, queries: np.ndarray, efs: list[int], knob: str = "hnsw.ef_search"
+) -> None:
+    """Per ef_search (or `knob`'s value: ivfflat.probes): mean and worst recall@10 of the
+    index scan, its median ms; then the exact scan's."""
     unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     with psycopg.connect(uri, autocommit=True) as conn:
-        for label, setting in [*((f"walk, ef_search {ef}", ef) for ef in efs), ("exact", 0)]:
+        for label, setting in [*((f"index, {knob} {ef}", ef) for ef in efs), ("exact", 0)]:
             # The walk itself: at a high ef_search the planner's cost model prefers the
             # exact scan, which would be measured in its place. The exact scan sorts a
             # fenced subquery's rows (OFFSET 0), which no index can order.
-            conn.execute(f"SET hnsw.ef_search = {setting or 40}")
+            if setting:
+                conn.execute(f"SET {knob} = {setting}")
             conn.execute(f"SET enable_seqscan = {'off' if setting else 'on'}")
             walk = "SELECT id FROM v ORDER BY e <=> %s::vector LIMIT %s"
             scan = "SELECT id FROM (SELECT id, e <=> %s::vector AS d FROM v OFFSET 0) AS s "
@@ -89,7 +101,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layout", default="sgam", choices=["langmem", "sgam"])
     parser.add_argument("--size", type=int, default=20000)
-    parser.add_argument("--ef", default="40,100,400,1000", help="hnsw.ef_search values")
+    parser.add_argument(
+        "--ef", default="40,100,400,1000", help="hnsw.ef_search values (ivfflat.probes with --ivf)"
+    )
+    parser.add_argument("--ivf", type=int, default=0, help="an IVFFlat index of this many lists")
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--queries", type=int, default=100)
@@ -116,12 +131,14 @@ def main() -> None:
     databases = Databases(args.pg_uri)
     try:
         uri = databases.fresh()
-        built = load(uri, matrix, args.m, args.ef_construction)
+        built = load(uri, matrix, args.m, args.ef_construction, args.ivf)
+        shape = f"IVFFlat, {args.ivf} lists" if args.ivf else f"HNSW, m {args.m}, "
+        shape += "" if args.ivf else f"ef_construction {args.ef_construction}"
         print(
-            f"  {len(indexed):,} vectors indexed in {built:.0f}s (m {args.m}, "
-            f"ef_construction {args.ef_construction}); {len(queries)} queries"
+            f"  {len(indexed):,} vectors indexed in {built:.0f}s ({shape}); {len(queries)} queries"
         )
-        measure(uri, matrix, queries, [int(ef) for ef in args.ef.split(",")])
+        knob = "ivfflat.probes" if args.ivf else "hnsw.ef_search"
+        measure(uri, matrix, queries, [int(ef) for ef in args.ef.split(",")], knob)
     finally:
         databases.close()
 

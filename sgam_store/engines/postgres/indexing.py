@@ -182,7 +182,8 @@ def train_lists(conn: Any) -> int:
     anew as the text drifts. Rows/1,000 lists (pgvector's advice up to 1M rows). Returns
     the lists, 0 where the table is too small (any old index dropped: it was trained on
     other rows). The caller owns the table; DDL is transactional, so readers see the old
-    index or the new one."""
+    index or the new one, and wait on the table's lock while it is built (seconds at
+    100,000 rows)."""
     if not has_vectors(conn) or not _owns_vectors(conn):
         return 0
     with conn.transaction():

@@ -12,6 +12,7 @@ so the old walk is what they would meet.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,8 @@ import pytest
 from langgraph.store.base import PutOp
 
 from sgam_store import SGAMStore
-from sgam_store.engines.postgres import migrations, reads
+from sgam_store.core.errors import TenantScopeError
+from sgam_store.engines.postgres import indexing, migrations, reads, roles
 from tests import pg
 
 from .conftest import HashEmbeddings
@@ -38,11 +40,27 @@ def note(j: int) -> str:
 
 
 @pytest.fixture
-def walked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Scopes above 50 current vectors walk where the engine still has a walk."""
-    for name, value in (("EXACT_SCAN_MAX", 50), ("ALL_TENANTS_EXACT_MAX", 50)):
-        monkeypatch.setattr(reads, name, value, raising=False)
-    monkeypatch.setattr(reads, "_small_seen", {}, raising=False)
+def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`vacuum()` trains all tenants' vector lists from 50 current vectors (one list per
+    1,000, so one here); the list statements built (the real ones, recorded on their
+    way) are returned."""
+    monkeypatch.setattr(indexing, "LISTS_MIN_ROWS", 50)
+    built: list[str] = []
+    real = reads._listed_sql
+
+    def recorded(query: str) -> str:
+        built.append(real(query))
+        return built[-1]
+
+    monkeypatch.setattr(reads, "_listed_sql", recorded)
+    return built
+
+
+def lists_of(uri: str) -> list[tuple[str]]:
+    with psycopg.connect(uri, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexname = 'fact_vectors_lists'"
+        ).fetchall()
 
 
 def open_store(uri: str, embedder: HashEmbeddings, mode: str = "vector") -> SGAMStore:
@@ -82,22 +100,33 @@ def check_page(hits: list[Any], texts: dict[tuple[str, str], str], want: list[fl
     assert [h.score for h in hits] == pytest.approx(want, abs=1e-5)
 
 
-@pytest.mark.usefixtures("walked")
-def test_all_tenants_search_finds_the_nearest_beside_a_flood_of_copies(pg_server: str) -> None:
-    embedder = HashEmbeddings(DIMS)
-    with open_store(pg.fresh_database(), embedder) as store:
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_all_tenants_search_finds_the_nearest_beside_a_flood_of_copies(
+    pg_server: str, listed: list[str], mode: str
+) -> None:
+    """All tenants' search reads the trained lists (vector search and hybrid search's
+    first step alike), and its page is the exact one."""
+    embedder, uri = HashEmbeddings(DIMS), pg.fresh_database()
+    with open_store(uri, embedder, mode) as store:
         store.setup()
         current = load(store, acme_keys=40, rewrites=0)
+        store.vacuum()
+        assert lists_of(uri) == [("fact_vectors_lists",)]
         for query in QUERIES:
             want = best(embedder, current, query)
             for _ in range(2):  # the first search sizes the scope; the second remembers it
-                check_page(store.search((), query=query, limit=10), current, want)
+                hits = store.search((), query=query, limit=10)
+                if mode == "vector":
+                    check_page(hits, current, want)
+                else:  # hybrid search's first step scans the vectors too
+                    assert len(hits) == 10
+                    assert all(current[(h.namespace[0], h.key)] == h.value["text"] for h in hits)
+    assert listed
 
 
-@pytest.mark.usefixtures("walked")
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
 def test_a_tenants_page_is_its_current_versions_when_neighbours_are_not(
-    pg_server: str, mode: str
+    pg_server: str, listed: list[str], mode: str
 ) -> None:
     """acme's 120 keys were each rewritten 3 times with the queries' own words, and 600
     copies of one text belong to other tenants: the nearest vectors in the table are
@@ -107,6 +136,7 @@ def test_a_tenants_page_is_its_current_versions_when_neighbours_are_not(
     with open_store(pg.fresh_database(), embedder, mode) as store:
         store.setup()
         current = load(store, acme_keys=120, rewrites=3)
+        store.vacuum()  # the lists trained: a tenant's scope still scans exactly
         acme = {ref: text for ref, text in current.items() if ref[0] == "acme"}
         for query in QUERIES:
             hits = store.search(("acme",), query=query, limit=10)
@@ -151,3 +181,85 @@ def test_a_version_9_vector_index_is_dropped_and_search_stays_exact(pg_server: s
         ("fact_vectors_tenant",),
         ("fact_vectors_tenant_scan",),
     ]
+
+
+def test_all_tenants_search_after_erasure_fresh_writes_and_in_the_past(
+    pg_server: str, listed: list[str]
+) -> None:
+    """The all-tenant scope beside the flood, through the lists: a purged tenant's copies
+    are found nowhere, a text written a moment ago is the next search's first hit, and a
+    search in the past (exact: every version) ranks the versions believed then (acme's
+    superseded texts)."""
+    embedder = HashEmbeddings(DIMS)
+    with open_store(pg.fresh_database(), embedder) as store:
+        store.setup()
+        load(store, acme_keys=20, rewrites=1)
+        store.vacuum()
+        stale = " ".join(QUERIES) + " old 0"
+        # When the last key's stale version began, every key held its stale version.
+        then = store.as_of(store.history("acme", "notes", "k19")[0].valid_from)
+        assert [h.value["text"] for h in then.search((), query=stale, limit=10)] == [stale] * 10
+        assert stale not in {h.value["text"] for h in store.search((), query=stale, limit=10)}
+        for tenant in FLOOD_TENANTS[:-1]:
+            store.purge(tenant)
+        hits = store.search((), query=FLOOD, limit=COPIES + 10)
+        assert {h.namespace[0] for h in hits if h.value["text"] == FLOOD} == {FLOOD_TENANTS[-1]}
+        store.put(("newco", "people"), "fresh", {"text": "quarterly llama grooming schedule"})
+        hits = store.search((), query="quarterly llama grooming schedule", limit=1)
+    assert [(h.namespace, h.key, h.score) for h in hits] == [
+        (("newco", "people"), "fresh", pytest.approx(1.0))
+    ]
+    assert listed
+
+
+def test_only_all_tenants_current_search_reads_the_lists(pg_server: str, listed: list[str]) -> None:
+    """A tenant's scan is fenced from the lists (partial on current rows, they could
+    order it, approximately) even with sequential scans off; a point in time scans every
+    version; a table under the minimum has no lists and scans exactly."""
+    embedder, uri = HashEmbeddings(DIMS), pg.fresh_database()
+    with open_store(uri, embedder) as store:
+        store.setup()
+        load(store, acme_keys=20, rewrites=1)
+        store.vacuum()
+        store.as_of(store.history("acme", "notes", "k19")[0].valid_from).search((), query="hiring")
+        store.search(("acme",), query="hiring")
+        assert listed == []
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("SET search_path TO sgam, public")
+            conn.execute("SET enable_seqscan = off")
+            sql = "EXPLAIN " + reads._nearest_sql("acme", True)
+            plan = conn.execute(sql, ["[" + ",".join(["0.1"] * DIMS) + "]", "acme", 10])
+            assert "fact_vectors_lists" not in str(plan.fetchall())
+        for tenant in FLOOD_TENANTS:
+            store.purge(tenant)
+        store.vacuum()
+        assert lists_of(uri) == []
+        store.search((), query="hiring")
+    assert listed == []
+
+
+def test_lists_under_row_security(pg_server: str, listed: list[str]) -> None:
+    """The owner's `vacuum()` trains the lists over every tenant's rows (row security
+    binds the owner too); the application role's leaves them, and its tenant's search
+    (the only scope it may take) scans exactly."""
+    from tests.test_rls import as_role
+
+    embedder, uri = HashEmbeddings(DIMS), pg.fresh_database()
+    index = {"dims": DIMS, "embed": embedder, "fields": ["text"]}
+    with SGAMStore.from_conn_string(uri, index=index, row_security=True) as owner:
+        owner.setup()
+        load(owner, acme_keys=20, rewrites=0)
+        owner.vacuum()
+        assert lists_of(uri) == [("fact_vectors_lists",)]
+        role = "app_" + uuid.uuid4().hex[:12]
+        roles.create_app_role(uri, role)
+        with open_store(as_role(uri, role), embedder) as app:
+            app.vacuum()
+            hits = app.for_tenant("org1").search(("people",), query=FLOOD, limit=5)
+            with pytest.raises(TenantScopeError):
+                app.search((), query=FLOOD)
+        assert lists_of(uri) == [("fact_vectors_lists",)]
+        everywhere = owner.search((), query=FLOOD, limit=COPIES)
+    assert [h.namespace for h in hits] == [("people",)] * 5  # relative to org1
+    assert [h.value["text"] for h in everywhere] == [FLOOD] * COPIES
+    assert listed

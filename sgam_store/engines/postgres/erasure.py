@@ -44,7 +44,7 @@ from sgam_store.core import namespaces
 from sgam_store.core.models import PurgeReport
 from sgam_store.engines.common import erasure as portable
 from sgam_store.engines.common.dialect import POSTGRES, export
-from sgam_store.engines.postgres.indexing import has_vectors
+from sgam_store.engines.postgres.indexing import has_vectors, train_lists
 from sgam_store.engines.postgres.versions import lock_keys, own_tenant
 
 if TYPE_CHECKING:
@@ -172,5 +172,8 @@ def execute(
 
 
 def vacuum(conn: Any) -> None:
-    """VACUUM (ANALYZE) every table of ours: dead rows and index entries go, plans refresh."""
+    """VACUUM (ANALYZE) every table of ours: dead rows and index entries go, plans refresh;
+    then all tenants' vector lists are trained anew on the current vectors
+    (`indexing.train_lists`)."""
     _vacuum(conn, _tables(conn), "(ANALYZE) ")
+    train_lists(conn)

@@ -167,3 +167,47 @@ def indexed_as(cur: Any, fact_id: int, tenant_id: str) -> tuple[str | None, list
             ).fetchall()
         ]
     return (row[0] if row else None), fields
+
+
+# All tenants' search reads IVFFlat's lists (`reads._listed_sql`) once the table holds
+# this many current vectors, where their recall was measured; at 20,000 (20 lists, half of
+# them probed) they were no faster than the exact scan in SGAM's layout.
+LISTS_MIN_ROWS = 100_000
+
+
+def train_lists(conn: Any) -> int:
+    """(Re)build `fact_vectors_lists`, IVFFlat's index over the current vectors, trained on
+    them: pgvector's k-means places its lists where the rows are, so the index is built
+    once the table is large (by `vacuum()`), never at set-up on an empty table, and built
+    anew as the text drifts. Rows/1,000 lists (pgvector's advice up to 1M rows). Returns
+    the lists, 0 where the table is too small (any old index dropped: it was trained on
+    other rows). The caller owns the table; DDL is transactional, so readers see the old
+    index or the new one, and wait on the table's lock while it is built (seconds at
+    100,000 rows)."""
+    if not has_vectors(conn) or not _owns_vectors(conn):
+        return 0
+    with conn.transaction():
+        # The owner counts every tenant's rows (FORCE binds it too; the index reads all).
+        conn.execute("SELECT set_config('sgam.all_tenants', 'on', true)")
+        rows = conn.execute("SELECT count(*) FROM fact_vectors WHERE is_current").fetchone()[0]
+        conn.execute("DROP INDEX IF EXISTS fact_vectors_lists")
+        if rows < LISTS_MIN_ROWS:
+            return 0
+        lists = max(1, rows // 1000)
+        # k-means holds 50 sample rows a list in memory: 77 MB at 1M rows.
+        conn.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
+        conn.execute(
+            "CREATE INDEX fact_vectors_lists ON fact_vectors "
+            f"USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists}) WHERE is_current"
+        )
+    return lists
+
+
+def _owns_vectors(conn: Any) -> bool:
+    """Whether the connected role may build the table's indexes (its owner's member): the
+    application role's `vacuum()` leaves the lists as the owner trained them."""
+    row = conn.execute(
+        "SELECT pg_has_role((SELECT relowner FROM pg_class "
+        "WHERE oid = 'fact_vectors'::regclass), 'MEMBER')"
+    ).fetchone()
+    return bool(row[0])

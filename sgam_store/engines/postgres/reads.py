@@ -17,11 +17,13 @@ What differs from SQLite, and why:
   not BM25: the order within a query differs from SQLite's. The score a search reports
   is `keyword_coverage`, as on SQLite. `keyword_frequency` counts through the GIN index,
   exactly or up to the cap the common-term cut needs.
-- Vectors: pgvector, scanned exactly in every scope (recall 1.0): a tenant's current
-  vectors through their tenant index, all tenants' whole, a point in time's every version.
-  There is no HNSW walk (schema v10 dropped the index): on realistic memory text, whose
-  sentences repeat, it missed issue 41's recall rule (see `_nearest_sql`). There is no k
-  ceiling: `capped` is always False.
+- Vectors: pgvector. Exact (recall 1.0) in a tenant's scope (its current vectors through
+  their tenant index) and at a point in time (every version). All tenants' current
+  vectors are read through IVFFlat's lists where `vacuum()` trained them (a table of
+  100,000 current vectors or more): approximate, at the probes where bench_table's
+  realistic text kept issue 41's rule (`_listed_sql`). No HNSW walk: on text whose
+  sentences repeat it missed the rule, over every row and over distinct vectors alike.
+  There is no k ceiling: `capped` is always False.
 - Text orderings use `COLLATE "C"`, SQLite's BINARY order, whatever the database's.
 """
 
@@ -29,11 +31,13 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy
+from psycopg.pq import TransactionStatus
 
 from sgam_store.core import analysis, namespaces
 from sgam_store.core.models import FactRow, ItemRow, ScopeSignals, StoredKey, latest_per_key
@@ -213,37 +217,87 @@ def _vector(query_vec: bytes) -> connection.BinaryVector:
     return connection.BinaryVector.of(query_vec)
 
 
+# All tenants' current vectors are read through IVFFlat's lists (approximate) where
+# `indexing.train_lists` built them (a table of at least LISTS_MIN_ROWS current vectors,
+# at `vacuum()`); every other scope, and a store without them, is scanned exactly. The
+# probes: a tenth of the lists, at least 10. At 100,000 memories (100 lists, probes 10)
+# bench_table's all-tenant questions found the exact top 10 in full through the store in
+# both layouts; at probes 5, 0.988 in LangMem's, one question none of it
+# (benchmarks/pg_walk_recall.py --store). A larger table keeps that tenth.
+PROBES_MIN = 10
+PROBES_SHARE = 10  # probes = lists / PROBES_SHARE
+LISTED_MAX = 1000  # a deeper batch than this scans exactly
+
+
 def nearest(
     conn: Any, query_vec: bytes, n: int, tenant: str | None, current: bool
 ) -> tuple[Hits, bool, bool]:
     """(fact_id, similarity) of the `n` nearest vectors, best first; whether the ranking
-    has no more; and False (no k ceiling, so never capped). An exact scan, always: of the
-    scope's current vectors (`current`), or of every version's (point-in-time searches).
-    There is no approximate index to walk: see `_nearest_sql`."""
-    found = conn.execute(_nearest_sql(tenant, current), _nearest_params(query_vec, n, tenant))
+    has no more; and False (no k ceiling, so never capped). All tenants' current vectors
+    through the lists where they are trained (`_listed_sql`); otherwise an exact scan, of
+    the scope's current vectors (`current`) or of every version's (point in time)."""
+    vec = _vector(query_vec)
+    if _listed(conn, n, tenant, current):
+        found = conn.execute(_listed_sql("%s::vector"), [vec, n, n, vec, n, n])
+    else:
+        found = conn.execute(_nearest_sql(tenant, current), _nearest_params(query_vec, n, tenant))
     hits = sorted(((fid, 1.0 - d) for fid, d in found), key=lambda h: (-h[1], h[0]))
     return hits, len(hits) < n, False
 
 
+def _listed(conn: Any, n: int, tenant: str | None, current: bool) -> bool:
+    """Whether this batch reads the lists: all tenants' current vectors, lists trained,
+    `n` within LISTED_MAX. Where it does, the same round trip sets the transaction's
+    probes, and turns sequential scans off for it (a search's own, `engine.snapshot`):
+    the planner's cost model may otherwise scan exactly."""
+    if tenant is not None or not current or n > LISTED_MAX:
+        return False
+    inside = conn.info.transaction_status == TransactionStatus.INTRANS
+    with nullcontext() if inside else conn.transaction():
+        return bool(conn.execute(_LISTED, (PROBES_MIN, PROBES_SHARE)).fetchone()[2])
+
+
+# The lists' count (NULL: no lists), the transaction's probes and scan settings from it.
+_LISTED = (
+    "SELECT set_config('ivfflat.probes', greatest(%s, l / %s)::text, true), "
+    "set_config('enable_seqscan', CASE WHEN l IS NULL THEN current_setting('enable_seqscan') "
+    "ELSE 'off' END, true), l IS NOT NULL FROM (SELECT (SELECT o.option_value::int "
+    "FROM pg_class c, pg_options_to_table(c.reloptions) o "
+    "WHERE c.oid = to_regclass('fact_vectors_lists') AND o.option_name = 'lists') AS l) AS i"
+)
+
+
+def _listed_sql(query: str) -> str:
+    """The `n` nearest current vectors of all tenants through IVFFlat's lists (the probed
+    nearest lists' rows, ranked exactly), or the exact scan (a one-time filter) should
+    those hold fewer than `n`. Parameters: `query`'s, n, n, then the exact scan's.
+
+    Lists, not an HNSW graph: memory text repeats, and a group of equal or nearly equal
+    vectors (hundreds of "My partner's birthday is on <date> ...") is a sink in a graph
+    (pgvector#837), where a walk over all tenants found 0.57-0.92 of the exact top 10 at
+    100,000 memories, and 0.84-0.91 with each vector once (commit bb23f09, reverted). A
+    question's near-copies fall in the same few lists, which a probe reads whole."""
+    near = f"SELECT fact_id, embedding <=> {query} AS d FROM fact_vectors WHERE is_current "
+    near += "ORDER BY d LIMIT %s"
+    return (
+        f"WITH near AS MATERIALIZED ({near}) "
+        "SELECT fact_id, d FROM near WHERE (SELECT count(*) FROM near) >= %s "
+        f"UNION ALL SELECT * FROM ({_nearest_sql(None, True, query)}) AS scan "
+        "WHERE (SELECT count(*) FROM near) < %s"
+    )
+
+
 def _nearest_sql(tenant: str | None, current: bool, query: str = "%s::vector") -> str:
     """The exact scan of the scope's vectors: the tenant's (through `fact_vectors_tenant`
-    when current) or every tenant's.
-
-    Never an HNSW walk (issue 41): memory text repeats (many users tell an agent the same
-    sentence), and equal texts have equal vectors. In an HNSW graph a group of copies links
-    mostly to itself, and a walk that enters it stays there, whatever `hnsw.ef_search`
-    (pgvector's maintainer: HNSW is not designed for many duplicate vectors, pgvector#837).
-    On MiniLM vectors of bench_table's realistic text, the walk over all tenants found
-    0.57-0.67 of the exact top 10 at 100,000 memories in LangMem's layout (27,223 distinct
-    texts) and 0.88-0.92 in SGAM's (15,833, one 2,528 times), at ef_search 100-1,000, the
-    worst query none (benchmarks/pg_walk_recall.py); issue 41's rule allows an approximate
-    scope only at 0.95. The scan took 13 ms over 100,000 vectors (a loaded machine)."""
+    when current) or every tenant's. Sorted over a fenced subquery (OFFSET 0), which no
+    index can order: IVFFlat's lists (partial on current rows) would otherwise serve a
+    tenant's current scan too, approximately."""
     where = " AND ".join(
         (["is_current"] if current else []) + (["tenant_id = %s"] if tenant is not None else [])
     )
     where = f" WHERE {where}" if where else ""
-    scan = f"SELECT fact_id, embedding <=> {query} AS d FROM fact_vectors{where}"
-    return f"{scan} ORDER BY d LIMIT %s"
+    scan = f"SELECT fact_id, embedding <=> {query} AS d FROM fact_vectors{where} OFFSET 0"
+    return f"SELECT fact_id, d FROM ({scan}) AS s ORDER BY d LIMIT %s"
 
 
 def _nearest_params(query_vec: bytes, n: int, tenant: str | None) -> list[Any]:
@@ -467,13 +521,17 @@ def hybrid_first(
     vector_n: int,
 ) -> HybridFirst:
     """Hybrid search's first step in one statement (one round trip for four): see
-    `HybridFirst`. The vector batch is `nearest`'s exact scan.
+    `HybridFirst`. The vector batch is `nearest`'s.
 
     An optional feature of the statement set (`core.engine.OPTIONAL`): SQLite's vector
     ranking reads the in-process mirror, and its statements are not round trips."""
     current = at is None and known_at is None
-    scoped = [tenant] if tenant is not None else []
-    source = _nearest_sql(tenant, current, "(SELECT v FROM q)")
+    if _listed(conn, vector_n, tenant, current):
+        source = _listed_sql("(SELECT v FROM q)")
+        vec_params = [vector_n] * 4
+    else:
+        source = _nearest_sql(tenant, current, "(SELECT v FROM q)")
+        vec_params = [*([tenant] if tenant is not None else []), vector_n]
     kw_sql, kw_params = "SELECT NULL::bigint AS fact_id, NULL::float8 AS r WHERE FALSE", []
     if query is not None:
         kw_sql = "SELECT k.fact_id, ts_rank_cd(k.tsv, %s::tsquery) AS r FROM fact_keywords k "
@@ -499,7 +557,7 @@ def hybrid_first(
         "UNION ALL SELECT 1, fact_id, NULL, d, NULL FROM vec "
         "UNION ALL SELECT 2, fact_id, NULL, NULL, row_id FROM ok "
         "UNION ALL SELECT 3, fact_id, NULL, d, NULL FROM cos",
-        (_vector(query_vec), *kw_params, *scoped, vector_n, *where_params),
+        (_vector(query_vec), *kw_params, *vec_params, *where_params),
     ).fetchall()
     return _hybrid_answer(rows, keyword_n, vector_n)
 

@@ -431,6 +431,8 @@ def run_cell(
             _load(workload, embedder, stores, cell, log)
             for uri in uris:
                 analyze(uri)
+            if uris:  # SGAM's own upkeep, as docs/postgres.md asks: it trains the lists
+                stores[SGAM].vacuum()  # that all tenants' search reads (100k rows or more)
             _reads(workload, embedder, exact, stores, cell, samples)
         finally:
             for c in contenders:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -23,7 +24,7 @@ from langgraph.store.base import SearchItem
 from sgam_store import ConfigurationError, MemoryFact, SGAMStore
 from sgam_store.core import clock
 from sgam_store.read.query import RetrievalConfig
-from sgam_store.read.window import Window, resolve, span
+from sgam_store.read.window import Window, names_time, resolve, span
 
 from .conftest import HashEmbeddings
 
@@ -189,3 +190,101 @@ def test_an_english_month_in_lower_case_is_a_verb() -> None:
     assert resolve("How much may Lena spend per month?", ASKED, ("en",)) == ()
     assert resolve("We march on", ASKED, ("en",)) == ()
     assert len(resolve("How much did Lena spend in May?", ASKED, ("en",))) == 1
+
+
+# The gate before dateparser (`names_time`, from dateparser's own words for the language).
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from hard_memories import generate  # noqa: E402
+
+CODES = {"english": "en", "spanish": "es"}
+
+
+def test_the_gate_passes_every_dated_question_of_the_evaluation() -> None:
+    """Every dated question of hard_templates (both languages, both splits) passes, and
+    so does every question dateparser finds a window in; its windows are unchanged."""
+    questions = [(q, CODES[c.language]) for c in generate().conversations for q in c.questions]
+    dated = [(q, lang) for q, lang in questions if q.asked is not None]
+    assert len(dated) == 96 and {lang for _, lang in dated} == {"en", "es"}
+    assert all(names_time(q.text, (lang,)) for q, lang in dated)
+    for q, lang in questions:
+        asked = clock.to_utc(q.asked) if q.asked else ASKED
+        if resolve(q.text, asked, (lang,)):
+            assert names_time(q.text, (lang,)), q.text
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("What does Mira like to cook for friends?", "en"),
+        ("What did we cook?", "en"),  # dateparser reads "we" as Wednesday
+        ("How much may Lena spend?", "en"),  # a verb
+        ("The sun came out", "en"),  # not Sunday
+        ("Which city does Leo live in now?", "en"),  # now is the scope itself
+        ("¿Dónde vive mi hermana?", "es"),  # "mi" is miércoles to dateparser
+        ("¿Qué hace Lucía?", "es"),
+    ],
+)
+def test_a_query_naming_no_time_stops_at_the_gate(text: str, lang: str) -> None:
+    assert not names_time(text, (lang,))
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("What did I cook in May?", "en"),
+        ("what did I do yesterday", "en"),
+        ("what happened on monday", "en"),  # a full name counts in lower case
+        ("Where was Leo in 2023?", "en"),
+        ("lunch tonight", "en"),
+        ("¿Qué hice ayer?", "es"),
+        ("la semana pasada", "es"),
+        ("en enero", "es"),
+        ("hace 3 días", "es"),
+    ],
+)
+def test_a_query_naming_a_time_passes_the_gate(text: str, lang: str) -> None:
+    assert names_time(text, (lang,))
+
+
+def test_a_word_dateparser_misreads_makes_no_window() -> None:
+    """Each expression dateparser finds must pass the gate too: "we" is no Wednesday."""
+    (window,) = resolve("What did we cook last week?", ASKED, ("en",))
+    assert (window.start[:10], window.end[:10]) == ("2026-01-06", "2026-01-21")
+    assert resolve("¿Dónde comió mi hermana?", ASKED, ("es",)) == ()
+
+
+def test_a_query_naming_no_time_keeps_its_order_and_skips_the_parser() -> None:
+    """With the window on, "What did we cook" (no time: "we" is no Wednesday) gets the
+    hits it gets with the window off, and dateparser is never imported."""
+    code = """
+import sys
+from sgam_store import MemoryFact, SGAMStore
+days = [("t1", "Cooked paella for friends", "2025-07-16"),
+        ("t2", "Cooked a curry for friends", "2025-07-30"),  # a Wednesday
+        ("t3", "Cooked lasagne for friends", "2025-07-23")]
+found = {}
+for setting in ("off", "rank"):
+    with SGAMStore.from_conn_string(":memory:", retrieval={"time_window": setting}) as store:
+        for key, text, day in days:
+            store.replace_fact(MemoryFact(tenant_id="u", subject="s", attribute=key,
+                value={"text": text}, valid_from=day + "T18:00:00Z", source_episode_id=key))
+        view = store.as_of("2025-08-01T12:00:00Z")
+        found[setting] = [h.key for h in view.search(("u",), query="What did we cook for friends")]
+print(found["off"] == found["rank"], "dateparser" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"], out
+
+
+def test_the_gate_reads_dateparser_words_without_importing_it() -> None:
+    code = """
+import sys
+from sgam_store.read.window import vocabulary
+en, es = vocabulary("en"), vocabulary("es")
+print("dateparser" in sys.modules)
+print(all(w in es[0] for w in ("ayer", "semana", "enero", "mañana")), "mi" in es[0])
+print("yesterday" in en[0], "may" in en[1], "monday" in en[1], "sun" in en[1])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "False", "True", "True", "False", "True"], out

@@ -8,16 +8,22 @@ valid time; the candidates valid in one form the `window` signal that fusion wei
 leaves the signals as they were. SGAM is the store that knows when each memory was true:
 this is where a search uses it. Nothing here writes.
 
-dateparser is the `time` extra's (a few seconds to import, so only when a search first
-needs it); `RetrievalConfig` refuses the setting where it is not installed.
+dateparser is the `time` extra's (a few tenths of a second to import, so only when a
+search first needs it); `RetrievalConfig` refuses the setting where it is not installed.
+A query reaches it only through `names_time`, a gate of dateparser's own words for the
+language (read from its data files without importing it), so a query that names no time
+costs a few microseconds.
 """
 
 from __future__ import annotations
 
 import calendar
 import functools
+import importlib.util
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sgam_store.core import clock
@@ -32,6 +38,19 @@ CODES = {"english": "en", "spanish": "es", "french": "fr", "german": "de",
 # English capitalizes its months: "may" or "march" in lower case is a verb (dateparser read
 # "How much may Lena spend?" as May).
 VERBS = frozenset(month.lower() for month in calendar.month_name if month)
+# The entries of dateparser's per-language data whose words name a time on their own:
+# months, weekdays, units and parts of the day (`vocabulary`).
+CALENDAR = VERBS | {day.lower() for day in calendar.day_name}
+NAMES = (
+    *sorted(CALENDAR),
+    "year", "month", "week", "day", "hour", "minute", "second", "century", "decade",
+    "fortnight", "early_morning", "morning", "afternoon", "evening", "night",
+)  # fmt: skip
+# A form this short ("we" is Wednesday, "mi" miércoles, "d" a day) is a word more often
+# than a time; beside a number it is a time, and the number passes the gate.
+SHORTEST = 3
+WORD = re.compile(r"[^\W\d_]+")
+DIGIT = re.compile(r"\d")
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
 
@@ -59,7 +78,10 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     mode = search.cfg.time_window
     if mode == "off":
         return signals
-    windows = resolve(search.text, reference(search), languages(bounds, search))
+    langs = languages(bounds, search)
+    if not names_time(search.text, langs):
+        return signals
+    windows = resolve(search.text, reference(search), langs)
     if not windows:
         return signals
     inside = _inside(bounds, signals, windows)
@@ -105,12 +127,12 @@ def _inside(bounds: Bounds, signals: Signals, windows: tuple[Window, ...]) -> se
 
 
 def reference(search: Search) -> datetime:
-    """The instant a query's time resolves against: its view's valid instant, else now
-    (to the minute, so a repeated query finds its windows in `resolve`'s cache)."""
+    """The instant a query's time resolves against: noon (UTC) of its view's valid day,
+    else of today. A window is whole days, so the day is what matters, and a repeated
+    query is parsed once a day (`resolve`'s cache), whatever the view's instant."""
     at = search.scope.at
-    if at is not None:
-        return clock.to_utc(at)
-    return datetime.now(UTC).replace(second=0, microsecond=0)
+    day = clock.to_utc(at) if at is not None else datetime.now(UTC)
+    return day.replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def languages(bounds: Bounds, search: Search) -> tuple[str, ...]:
@@ -141,17 +163,74 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     read = parser(languages=list(langs), settings=settings)
     windows = []
     for words, when in found:
-        if when == base or ("en" in langs and _verb(words)):
+        if when == base or not names_time(words, langs):
             continue
         period = read.get_date_data(words).period or "day"
         windows.append(span(when, period))
     return tuple(dict.fromkeys(windows))
 
 
-def _verb(words: str) -> bool:
-    """Whether an English match rests on a month name in lower case ("may", "we march
-    on"), with no digit to make it a date."""
-    return not any(c.isdigit() for c in words) and not VERBS.isdisjoint(words.split())
+def names_time(text: str, langs: tuple[str, ...]) -> bool:
+    """Whether `text` may name a time in one of `langs`: a digit, or a word of the
+    language's `vocabulary` (in English a month name that is also a verb, "may", or an
+    abbreviation, "sun", only capitalized, as English writes them). The gate before
+    dateparser, and the test of each expression it finds ("we" is not Wednesday)."""
+    if DIGIT.search(text):
+        return True
+    words = WORD.findall(text)
+    for lang in langs:
+        known, capitalized = vocabulary(lang)
+        for word in words:
+            lower = word.lower()
+            if lower in known and (lower not in capitalized or word[0].isupper()):
+                return True
+    return False
+
+
+@functools.cache
+def vocabulary(lang: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words that name a time in dateparser's data for `lang`, and the English ones
+    that count only capitalized.
+
+    The one-word forms of its `NAMES` entries, then the words of each phrase that has
+    none of their forms (any length): its relative words ("yesterday", "ayer") and plain
+    simplifications ("tonight"). Not the "0 ... ago" phrases ("now", "today", "this
+    year"): they resolve to the reference instant itself, which `resolve` skips.
+    """
+    info = _translation_data(lang)
+    skip = {word.lower() for word in info.get("skip", [])}
+    entries = {name: info.get(name, []) for name in NAMES}
+    forms = {f.lower(): name for name, fs in entries.items() for f in fs if WORD.fullmatch(f)}
+    relative = [p for key, ps in info.get("relative-type", {}).items()
+                if not key.startswith("0 ") for p in ps]  # fmt: skip
+    plain = [key for rule in info.get("simplifications", []) for key, value in rule.items()
+             if WORD.fullmatch(key.replace(" ", "")) and not value.isdigit()]  # fmt: skip
+    phrases = [f for fs in entries.values() for f in fs if not WORD.fullmatch(f)]
+    known = {form for form in forms if len(form) >= SHORTEST}
+    for phrase in phrases + relative + plain:
+        words = {w.lower() for w in WORD.findall(phrase)}
+        if words.isdisjoint(forms):
+            known.update(w for w in words if len(w) >= SHORTEST and w not in skip)
+    capitalized = set()
+    if lang == "en":
+        capitalized = {form for form in known if form in VERBS
+                       or (forms.get(form) in CALENDAR and form != forms[form])}  # fmt: skip
+    return frozenset(known), frozenset(capitalized)
+
+
+def _translation_data(lang: str) -> dict[str, Any]:
+    """dateparser's data for `lang` (`dateparser/data/date_translation_data/<lang>.py`,
+    a dict of words and patterns), loaded from its file alone: importing it through
+    the package would run dateparser's `__init__`, the import the gate exists to skip."""
+    package = importlib.util.find_spec("dateparser")
+    assert package is not None and package.submodule_search_locations  # RetrievalConfig
+    root = Path(package.submodule_search_locations[0])
+    path = root / "data" / "date_translation_data" / f"{lang}.py"
+    spec = importlib.util.spec_from_file_location(f"_sgam_dateparser_{lang}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.info
 
 
 def span(when: datetime, period: str) -> Window:

@@ -288,3 +288,13 @@ print("yesterday" in en[0], "may" in en[1], "monday" in en[1], "sun" in en[1])
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "False", "True", "True", "False", "True"], out
+
+
+def test_a_store_of_every_language_parses_only_those_the_query_names_a_time_in() -> None:
+    """A "simple" store reads all six languages; each costs dateparser a parse, so the
+    gate hands on only the ones with a word of the query (all of them for a digit)."""
+    every = ("en", "es", "fr", "de", "it", "pt")
+    assert names_time("¿Qué hizo Lucía ayer?", every) == ("es",)
+    assert names_time("What did Mira do yesterday?", every) == ("en",)
+    assert names_time("Where was Leo in 2023?", every) == every
+    assert names_time("What does Mira like?", every) == ()

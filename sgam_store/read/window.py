@@ -78,8 +78,8 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     mode = search.cfg.time_window
     if mode == "off":
         return signals
-    langs = languages(bounds, search)
-    if not names_time(search.text, langs):
+    langs = names_time(search.text, languages(bounds, search))
+    if not langs:
         return signals
     windows = resolve(search.text, reference(search), langs)
     if not windows:
@@ -152,8 +152,9 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     dateparser finds each expression and its date ("May" asked in January 2026: May
     2025, the latest before `at`), and how precise it is (its period): a day, a week
     (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
-    that names `at` itself ("now", "ahora") says nothing the scope does not, and an
-    English month name in lower case is a verb (`VERBS`): both skipped.
+    that names `at` itself ("now", "ahora") says nothing the scope does not, and one the
+    gate would stop (`names_time`: "we", a lower-case "may") is a word: both skipped.
+    Cached: `at` is a day's noon (`reference`), so a query is parsed once a day.
     """
     search, parser = _dateparser()
     base = at.astimezone(UTC).replace(tzinfo=None)
@@ -170,20 +171,25 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     return tuple(dict.fromkeys(windows))
 
 
-def names_time(text: str, langs: tuple[str, ...]) -> bool:
-    """Whether `text` may name a time in one of `langs`: a digit, or a word of the
-    language's `vocabulary` (in English a month name that is also a verb, "may", or an
-    abbreviation, "sun", only capitalized, as English writes them). The gate before
-    dateparser, and the test of each expression it finds ("we" is not Wednesday)."""
+def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
+    """The languages of `langs` in which `text` may name a time (none: it names none):
+    all of them for a digit, else those with a word of their `vocabulary` (in English a
+    month name that is also a verb, "may", or an abbreviation, "sun", only capitalized,
+    as English writes them). The gate before dateparser, which then reads only those
+    languages (each one more costs a parse), and the test of each expression it finds
+    ("we" is not Wednesday)."""
     if DIGIT.search(text):
-        return True
+        return langs
     words = WORD.findall(text)
-    for lang in langs:
-        known, capitalized = vocabulary(lang)
-        for word in words:
-            lower = word.lower()
-            if lower in known and (lower not in capitalized or word[0].isupper()):
-                return True
+    return tuple(lang for lang in langs if _named(words, *vocabulary(lang)))
+
+
+def _named(words: list[str], known: frozenset[str], capitalized: frozenset[str]) -> bool:
+    """Whether one of `words` is `known` (capitalized where it must be)."""
+    for word in words:
+        lower = word.lower()
+        if lower in known and (lower not in capitalized or word[0].isupper()):
+            return True
     return False
 
 

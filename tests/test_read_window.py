@@ -223,6 +223,8 @@ def test_the_gate_passes_every_dated_question_of_the_evaluation() -> None:
         ("Which city does Leo live in now?", "en"),  # now is the scope itself
         ("¿Dónde vive mi hermana?", "es"),  # "mi" is miércoles to dateparser
         ("¿Qué hace Lucía?", "es"),
+        ("what does the user think about hiking? (7)", "en"),  # dateparser: July
+        ("what is the user doing with tennis? (42)", "en"),  # dateparser: 1942
     ],
 )
 def test_a_query_naming_no_time_stops_at_the_gate(text: str, lang: str) -> None:
@@ -252,6 +254,9 @@ def test_a_word_dateparser_misreads_makes_no_window() -> None:
     (window,) = resolve("What did we cook last week?", ASKED, ("en",))
     assert (window.start[:10], window.end[:10]) == ("2026-01-06", "2026-01-21")
     assert resolve("¿Dónde comió mi hermana?", ASKED, ("es",)) == ()
+    assert resolve("What did Mira say about hiking? (7)", ASKED, ("en",)) == ()
+    (year,) = resolve("What did Mira say about hiking in 2023? (7)", ASKED, ("en",))
+    assert (year.start[:10], year.end[:10]) == ("2023-01-01", "2024-01-01")
 
 
 def test_a_query_naming_no_time_keeps_its_order_and_skips_the_parser() -> None:
@@ -298,3 +303,17 @@ def test_a_store_of_every_language_parses_only_those_the_query_names_a_time_in()
     assert names_time("What did Mira do yesterday?", every) == ("en",)
     assert names_time("Where was Leo in 2023?", every) == every
     assert names_time("What does Mira like?", every) == ()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
+def test_a_window_holding_every_candidate_reorders_none(target: str, mode: str) -> None:
+    """Asked at the end of 2025, "in 2025" holds every dinner: the hits, scores
+    included, are those of the query without the window."""
+    found = {}
+    with dinners(target, {"mode": mode}) as store:
+        view = store.as_of("2025-12-31T12:00:00Z")
+        for setting in ("off", "rank", "filter"):
+            store.retrieval = RetrievalConfig(mode=mode, time_window=setting)
+            found[setting] = view.search(("u",), query="What did I cook in 2025?", limit=10)
+    assert found["rank"] == found["off"] and found["filter"] == found["off"]
+    assert len(found["off"]) >= 3

@@ -50,7 +50,10 @@ NAMES = (
 # than a time; beside a number it is a time, and the number passes the gate.
 SHORTEST = 3
 WORD = re.compile(r"[^\W\d_]+")
-DIGIT = re.compile(r"\d")
+# A number is a time with a word of the vocabulary ("May 5", "3 weeks ago"), or alone as
+# a year or a date or hour in digits ("2023", "12/03", "2025-03-12", "15:30"). Alone,
+# a short one is not: dateparser read "(7)" as July and "(42)" as 1942.
+DATE_NUMBER = re.compile(r"\d{4}|\d[/.:-]\d")
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
 
@@ -85,6 +88,8 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     if not windows:
         return signals
     inside = _inside(bounds, signals, windows)
+    if inside == {fid for fid, _, _ in signals.vector + signals.keyword}:
+        return signals  # a window holding every candidate ranks none above another
     if mode == "filter":
         return replace(
             signals,
@@ -173,12 +178,12 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
 
 def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
     """The languages of `langs` in which `text` may name a time (none: it names none):
-    all of them for a digit, else those with a word of their `vocabulary` (in English a
-    month name that is also a verb, "may", or an abbreviation, "sun", only capitalized,
-    as English writes them). The gate before dateparser, which then reads only those
-    languages (each one more costs a parse), and the test of each expression it finds
-    ("we" is not Wednesday)."""
-    if DIGIT.search(text):
+    all of them for a year or a date in digits (`DATE_NUMBER`), else those with a word
+    of their `vocabulary` (in English a month name that is also a verb, "may", or an
+    abbreviation, "sun", only capitalized, as English writes them). The gate before
+    dateparser, which then reads only those languages (each one more costs a parse),
+    and the test of each expression it finds ("we" is not Wednesday, "(7)" not July)."""
+    if DATE_NUMBER.search(text):
         return langs
     words = WORD.findall(text)
     return tuple(lang for lang in langs if _named(words, *vocabulary(lang)))

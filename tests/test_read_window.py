@@ -105,22 +105,7 @@ def test_the_setting_is_checked() -> None:
         RetrievalConfig(time_window="on")
     with pytest.raises(ConfigurationError, match="time_weight"):
         RetrievalConfig(time_window="rank", time_weight=-1)
-    assert RetrievalConfig().time_window == "off"
-
-
-def test_without_the_parser_the_setting_names_its_extra() -> None:
-    code = """
-import sys
-sys.modules["dateparser"] = None  # not installed, as far as imports go
-from sgam_store import ConfigurationError, SGAMStore
-SGAMStore(":memory:").close()  # off (the default) needs no parser
-try:
-    SGAMStore(":memory:", retrieval={"time_window": "rank"})
-except ConfigurationError as error:
-    print(error)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'sgam-store[time]'" in out.stdout, out
+    assert RetrievalConfig().time_window == "rank"
 
 
 def test_importing_the_package_does_not_import_the_parser() -> None:

@@ -1,18 +1,17 @@
 """The read path's window stage: a time named in the query, as a window of valid time.
 
-Between scoring and fusion, with `RetrievalConfig.time_window` on. A query that names a
-time ("in May", "two weeks ago", "en marzo de 2025") is resolved by dateparser against
-the search's reference instant (the view's `as_of` instant, else now) into windows of
-valid time; the candidates valid in one form the `window` signal that fusion weighs with
-`time_weight` ("rank"), or are the only ones kept ("filter"). A query that names no time
-leaves the signals as they were. SGAM is the store that knows when each memory was true:
-this is where a search uses it. Nothing here writes.
+Between scoring and fusion, with `RetrievalConfig.time_window` on (the default). A
+query that names a time ("in May", "two weeks ago", "en marzo de 2025") is resolved by
+dateparser against the search's reference instant (the view's `as_of` instant, else
+now) into windows of valid time; the candidates valid in one form the `window` signal
+that fusion weighs with `time_weight` ("rank"), or are the only ones kept ("filter"). A
+query that names no time leaves the signals as they were. SGAM is the store that knows
+when each memory was true: this is where a search uses it. Nothing here writes.
 
-dateparser is the `time` extra's (a few tenths of a second to import, so only when a
-search first needs it); `RetrievalConfig` refuses the setting where it is not installed.
-A query reaches it only through `names_time`, a gate of dateparser's own words for the
-language (read from its data files without importing it), so a query that names no time
-costs a few microseconds.
+dateparser takes a few tenths of a second to import, so it is imported when a search
+first needs it, and a query reaches it only through `names_time`, a gate of dateparser's
+own words for the language (read from its data files without importing it): a query
+that names no time costs a few microseconds and is answered as with the setting off.
 """
 
 from __future__ import annotations
@@ -234,7 +233,7 @@ def _translation_data(lang: str) -> dict[str, Any]:
     a dict of words and patterns), loaded from its file alone: importing it through
     the package would run dateparser's `__init__`, the import the gate exists to skip."""
     package = importlib.util.find_spec("dateparser")
-    assert package is not None and package.submodule_search_locations  # RetrievalConfig
+    assert package is not None and package.submodule_search_locations  # a dependency
     root = Path(package.submodule_search_locations[0])
     path = root / "data" / "date_translation_data" / f"{lang}.py"
     spec = importlib.util.spec_from_file_location(f"_sgam_dateparser_{lang}", path)

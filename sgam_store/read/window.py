@@ -122,11 +122,11 @@ def promoted(ranked: Ranked, inside: set[int], lower: bool) -> Ranked:
 def _inside(bounds: Bounds, signals: Signals, windows: tuple[Window, ...]) -> set[int]:
     """The candidates valid in one of `windows` (their visible versions' intervals)."""
     rows = {row: fid for fid, _, row in signals.vector + signals.keyword}
-    found = bounds.engine.reads.rows_by_id(bounds.conn, list(rows), whole=True)
+    found = bounds.engine.reads.intervals_by_id(bounds.conn, list(rows))
     return {
         rows[row]
-        for row, fact in found.items()
-        if any(w.holds(fact.valid_from, fact.valid_to) for w in windows)
+        for row, (start, end) in found.items()
+        if any(w.holds(start, end) for w in windows)
     }
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import SearchItem
 
@@ -302,3 +302,22 @@ def test_a_window_holding_every_candidate_reorders_none(target: str, mode: str) 
             found[setting] = view.search(("u",), query="What did I cook in 2025?", limit=10)
     assert found["rank"] == found["off"] and found["filter"] == found["off"]
     assert len(found["off"]) >= 3
+
+
+@pytest.mark.parametrize("query", ["What happened in 9999?", "notes of 9999-12-31", "year 0001"])
+def test_a_date_at_the_calendars_edge_is_a_search_not_an_error(query: str) -> None:
+    """dateparser reads "in 9999" as a year whose end datetime cannot hold: the search
+    answers as it would without a window (on by default, it must never raise)."""
+    with SGAMStore.from_conn_string(":memory:") as store:
+        store.put(("u", "s"), "k", {"text": "the year 9999 is far off"})
+        assert [hit.key for hit in store.search(("u",), query=query)] in (["k"], [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["May", "in", "9999", "0001", "31/12", "2025-13-40", "ago",
+                                 "hace", "semanas", "3", "weeks", "yesterday", "de", "٢٠٢٣"]),
+                max_size=6).map(" ".join))  # fmt: skip
+def test_the_window_never_raises(text: str) -> None:
+    every = ("en", "es", "fr", "de", "it", "pt")
+    named = names_time(text, every)
+    assert all(isinstance(w, Window) for w in resolve(text, ASKED, named or every))

@@ -164,14 +164,21 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     base = at.astimezone(UTC).replace(tzinfo=None)
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "TIMEZONE": "UTC",
                 "RETURN_AS_TIMEZONE_AWARE": False}  # fmt: skip
-    found = search(text, languages=list(langs), settings=settings) or []
     read = parser(languages=list(langs), settings=settings)
     windows = []
+    # A date at the calendar's edge ("in 9999": its year ends past datetime's last) makes
+    # dateparser or `span` raise: it names no window a memory can be in, so none is made.
+    try:
+        found = search(text, languages=list(langs), settings=settings) or []
+    except (OverflowError, ValueError):
+        found = []
     for words, when in found:
         if when == base or not names_time(words, langs):
             continue
-        period = read.get_date_data(words).period or "day"
-        windows.append(span(when, period))
+        try:
+            windows.append(span(when, read.get_date_data(words).period or "day"))
+        except (OverflowError, ValueError):
+            continue
     return tuple(dict.fromkeys(windows))
 
 

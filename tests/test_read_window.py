@@ -240,6 +240,8 @@ def test_a_word_dateparser_misreads_makes_no_window() -> None:
     assert (window.start[:10], window.end[:10]) == ("2026-01-06", "2026-01-21")
     assert resolve("¿Dónde comió mi hermana?", ASKED, ("es",)) == ()
     assert resolve("What did Mira say about hiking? (7)", ASKED, ("en",)) == ()
+    assert resolve("How many km a week am I running?", ASKED, ("en",)) == ()  # a length
+    assert resolve("¿Cuántos km corro a la semana?", ASKED, ("es",)) == ()
     (year,) = resolve("What did Mira say about hiking in 2023? (7)", ASKED, ("en",))
     assert (year.start[:10], year.end[:10]) == ("2023-01-01", "2024-01-01")
 
@@ -273,8 +275,9 @@ import sys
 from sgam_store.read.window import vocabulary
 en, es = vocabulary("en"), vocabulary("es")
 print("dateparser" in sys.modules)
-print(all(w in es[0] for w in ("ayer", "semana", "enero", "mañana")), "mi" in es[0])
-print("yesterday" in en[0], "may" in en[1], "monday" in en[1], "sun" in en[1])
+print(all(w in es.known for w in ("ayer", "semana", "enero", "mañana")), "mi" in es.known)
+print("yesterday" in en.known, "may" in en.capitalized, "monday" in en.capitalized,
+      "sun" in en.capitalized)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "False", "True", "True", "False", "True"], out

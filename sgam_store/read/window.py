@@ -40,11 +40,9 @@ VERBS = frozenset(month.lower() for month in calendar.month_name if month)
 # The entries of dateparser's per-language data whose words name a time on their own:
 # months, weekdays, units and parts of the day (`vocabulary`).
 CALENDAR = VERBS | {day.lower() for day in calendar.day_name}
-NAMES = (
-    *sorted(CALENDAR),
-    "year", "month", "week", "day", "hour", "minute", "second", "century", "decade",
-    "fortnight", "early_morning", "morning", "afternoon", "evening", "night",
-)  # fmt: skip
+UNITS = ("year", "month", "week", "day", "hour", "minute", "second", "century", "decade",
+         "fortnight")  # fmt: skip
+NAMES = (*sorted(CALENDAR), *UNITS, "early_morning", "morning", "afternoon", "evening", "night")
 # A form this short ("we" is Wednesday, "mi" miércoles, "d" a day) is a word more often
 # than a time; beside a number it is a time, and the number passes the gate.
 SHORTEST = 3
@@ -156,8 +154,9 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     dateparser finds each expression and its date ("May" asked in January 2026: May
     2025, the latest before `at`), and how precise it is (its period): a day, a week
     (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
-    that names `at` itself ("now", "ahora") says nothing the scope does not, and one the
-    gate would stop (`names_time`: "we", a lower-case "may") is a word: both skipped.
+    that names `at` itself ("now", "ahora") says nothing the scope does not, one the
+    gate would stop (`names_time`: "we", a lower-case "may") is a word, and one of units
+    and numbers alone ("a week") a length of time: all skipped.
     Cached: `at` is a day's noon (`reference`), so a query is parsed once a day.
     """
     search, parser = _dateparser()
@@ -173,7 +172,7 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     except (OverflowError, ValueError):
         found = []
     for words, when in found:
-        if when == base or not names_time(words, langs):
+        if when == base or not names_time(words, langs) or _duration(words, langs):
             continue
         try:
             windows.append(span(when, read.get_date_data(words).period or "day"))
@@ -192,22 +191,43 @@ def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
     if DATE_NUMBER.search(text):
         return langs
     words = WORD.findall(text)
-    return tuple(lang for lang in langs if _named(words, *vocabulary(lang)))
+    return tuple(lang for lang in langs if _named(words, vocabulary(lang)))
 
 
-def _named(words: list[str], known: frozenset[str], capitalized: frozenset[str]) -> bool:
-    """Whether one of `words` is `known` (capitalized where it must be)."""
+def _named(words: list[str], vocab: Words) -> bool:
+    """Whether one of `words` is known (capitalized where it must be)."""
     for word in words:
         lower = word.lower()
-        if lower in known and (lower not in capitalized or word[0].isupper()):
+        if lower in vocab.known and (lower not in vocab.capitalized or word[0].isupper()):
             return True
     return False
 
 
+def _duration(words: str, langs: tuple[str, ...]) -> bool:
+    """Whether an expression dateparser found is a length of time in one of `langs`:
+    units, number words and fillers alone ("a week", "3 days"), no "ago" nor "hace"."""
+    found = {w.lower() for w in WORD.findall(words)}
+    for vocab in map(vocabulary, langs):
+        if not found.isdisjoint(vocab.units) and found <= vocab.units | vocab.fillers:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Words:
+    """dateparser's words of one language, as the gate reads them."""
+
+    known: frozenset[str]  # name a time on their own ("May", "yesterday", "semana")
+    capitalized: frozenset[str]  # English ones that count only capitalized ("May", "Sun")
+    # An expression of units, number words and fillers alone (and digits) is a length of
+    # time ("how many km a week", "3 days"), not a time (to dateparser, a week ago).
+    units: frozenset[str]
+    fillers: frozenset[str]
+
+
 @functools.cache
-def vocabulary(lang: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The words that name a time in dateparser's data for `lang`, and the English ones
-    that count only capitalized.
+def vocabulary(lang: str) -> Words:
+    """The words that name a time in dateparser's data for `lang` (`Words`).
 
     The one-word forms of its `NAMES` entries, then the words of each phrase that has
     none of their forms (any length): its relative words ("yesterday", "ayer") and plain
@@ -220,11 +240,12 @@ def vocabulary(lang: str) -> tuple[frozenset[str], frozenset[str]]:
     forms = {f.lower(): name for name, fs in entries.items() for f in fs if WORD.fullmatch(f)}
     relative = [p for key, ps in info.get("relative-type", {}).items()
                 if not key.startswith("0 ") for p in ps]  # fmt: skip
-    plain = [key for rule in info.get("simplifications", []) for key, value in rule.items()
-             if WORD.fullmatch(key.replace(" ", "")) and not value.isdigit()]  # fmt: skip
+    rules = [rule for rules in info.get("simplifications", []) for rule in rules.items()]
+    plain = [key for key, value in rules if WORD.fullmatch(key.replace(" ", ""))]
+    numbers = {key.lower() for key, value in rules if WORD.fullmatch(key) and value.isdigit()}
     phrases = [f for fs in entries.values() for f in fs if not WORD.fullmatch(f)]
     known = {form for form in forms if len(form) >= SHORTEST}
-    for phrase in phrases + relative + plain:
+    for phrase in phrases + relative + [key for key in plain if key.lower() not in numbers]:
         words = {w.lower() for w in WORD.findall(phrase)}
         if words.isdisjoint(forms):
             known.update(w for w in words if len(w) >= SHORTEST and w not in skip)
@@ -232,7 +253,9 @@ def vocabulary(lang: str) -> tuple[frozenset[str], frozenset[str]]:
     if lang == "en":
         capitalized = {form for form in known if form in VERBS
                        or (forms.get(form) in CALENDAR and form != forms[form])}  # fmt: skip
-    return frozenset(known), frozenset(capitalized)
+    units = {form for form, name in forms.items() if name in UNITS}
+    marks = {form.lower() for key in ("am", "pm") for form in info.get(key, [])}  # "a week am"
+    return Words(*map(frozenset, (known, capitalized, units, numbers | skip | marks)))
 
 
 def _translation_data(lang: str) -> dict[str, Any]:

@@ -46,6 +46,9 @@ NAMES = (*sorted(CALENDAR), *UNITS, "early_morning", "morning", "afternoon", "ev
 # A form this short ("we" is Wednesday, "mi" miércoles, "d" a day) is a word more often
 # than a time; beside a number it is a time, and the number passes the gate.
 SHORTEST = 3
+# How many words either side of a time word dateparser reads ("hace 3 semanas", "the
+# day before yesterday", "30 de abril de 2025"): `phrases`.
+REACH = 2
 WORD = re.compile(r"[^\W\d_]+")
 # A number is a time with a word of the vocabulary ("May 5", "3 weeks ago"), or alone as
 # a year or a date or hour in digits ("2023", "12/03", "2025-03-12", "15:30"). Alone,
@@ -76,12 +79,14 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     """The stage: `signals` with the query's windows applied (as they were when the
     setting is off or the query names no time)."""
     mode = search.cfg.time_window
-    if mode == "off":
+    if mode == "off" or not _may_name_time(search.text):
         return signals
     langs = names_time(search.text, languages(bounds, search))
     if not langs:
         return signals
-    windows = resolve(search.text, reference(search), langs)
+    at = reference(search)
+    windows = tuple(dict.fromkeys(w for part in phrases(search.text, langs)
+                                  for w in resolve(part, at, langs)))  # fmt: skip
     if not windows:
         return signals
     inside = _inside(bounds, signals, windows)
@@ -181,6 +186,22 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     return tuple(dict.fromkeys(windows))
 
 
+def phrases(text: str, langs: tuple[str, ...]) -> list[str]:
+    """The stretches of `text` around its time words, `REACH` words to either side ("in
+    July" of "who is travelling to Lyon in July?", "hace 3 semanas"): what dateparser
+    reads. Its search costs with the length of the text, and the stretch recurs across
+    questions where the whole text does not, so `resolve`'s cache answers it."""
+    tokens = text.split()
+    hits = [i for i, token in enumerate(tokens) if names_time(token, langs)]
+    spans: list[list[int]] = []
+    for i in hits:
+        if spans and i - REACH <= spans[-1][1] + 1:
+            spans[-1][1] = i + REACH
+        else:
+            spans.append([i - REACH, i + REACH])
+    return [" ".join(tokens[max(a, 0) : b + 1]) for a, b in spans]
+
+
 def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
     """The languages of `langs` in which `text` may name a time (none: it names none):
     all of them for a year or a date in digits (`DATE_NUMBER`), else those with a word
@@ -192,6 +213,20 @@ def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
         return langs
     words = WORD.findall(text)
     return tuple(lang for lang in langs if _named(words, vocabulary(lang)))
+
+
+def _may_name_time(text: str) -> bool:
+    """`names_time` in any language, loosely (capitals aside): one pass over the words
+    before the store's language is read, so a query naming no time costs one set lookup
+    a word and no statement."""
+    if DATE_NUMBER.search(text):
+        return True
+    return not _every_known().isdisjoint(WORD.findall(text.lower()))
+
+
+@functools.cache
+def _every_known() -> frozenset[str]:
+    return frozenset().union(*(vocabulary(lang).known for lang in CODES.values()))
 
 
 def _named(words: list[str], vocab: Words) -> bool:

@@ -327,13 +327,15 @@ def test_the_window_never_raises(text: str) -> None:
 
 
 def test_dateparser_reads_the_words_around_a_time_word() -> None:
-    """What is parsed is the stretch around each time word, two words either side: it
-    recurs across questions ("in July"), so the parse is cached for all of them."""
+    """What is parsed is the stretch around each time word, number or number word, one
+    word either side: it recurs across questions ("in July"), so the parse is cached for
+    all of them."""
     from sgam_store.read.window import phrases
 
-    assert phrases("who is travelling to Lyon in July?", ("en",)) == ["Lyon in July?"]
-    assert phrases("¿Qué regalo compró Lucía hace 3 semanas?", ("es",)) == ["hace 3 semanas?"]
+    assert phrases("who is travelling to Lyon in July?", ("en",)) == ["in July"]
+    assert phrases("¿Qué regalo compró Lucía hace 3 semanas?", ("es",)) == ["hace 3 semanas"]
+    assert phrases("¿Qué regalo compró Lucía hace una semana?", ("es",)) == ["hace una semana"]
     assert phrases("In May we cooked paella for all the friends on March 12", ("en",)) == [
-        "In May we cooked",
-        "friends on March 12",
+        "In May we",
+        "on March 12",
     ]

@@ -46,10 +46,13 @@ NAMES = (*sorted(CALENDAR), *UNITS, "early_morning", "morning", "afternoon", "ev
 # A form this short ("we" is Wednesday, "mi" miércoles, "d" a day) is a word more often
 # than a time; beside a number it is a time, and the number passes the gate.
 SHORTEST = 3
-# How many words either side of a time word dateparser reads ("hace 3 semanas", "the
-# day before yesterday", "30 de abril de 2025"): `phrases`.
-REACH = 2
+# How many words either side of a time word, a number or a number word dateparser reads
+# ("hace 3 semanas", "hace una semana", "the day before yesterday"): `phrases`.
+REACH = 1
 WORD = re.compile(r"[^\W\d_]+")
+# A query's words for `phrases`, a date in digits whole ("12/03", "2025-03-12", "15:30")
+# and punctuation left out ("July?" is "July"), so the same stretch recurs.
+TOKEN = re.compile(r"\w+(?:[/:.-]\w+)*")
 # A number is a time with a word of the vocabulary ("May 5", "3 weeks ago"), or alone as
 # a year or a date or hour in digits ("2023", "12/03", "2025-03-12", "15:30"). Alone,
 # a short one is not: dateparser read "(7)" as July and "(42)" as 1942.
@@ -187,12 +190,16 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
 
 
 def phrases(text: str, langs: tuple[str, ...]) -> list[str]:
-    """The stretches of `text` around its time words, `REACH` words to either side ("in
-    July" of "who is travelling to Lyon in July?", "hace 3 semanas"): what dateparser
-    reads. Its search costs with the length of the text, and the stretch recurs across
-    questions where the whole text does not, so `resolve`'s cache answers it."""
-    tokens = text.split()
-    hits = [i for i, token in enumerate(tokens) if names_time(token, langs)]
+    """The stretches of `text` around its time words, numbers and number words, `REACH`
+    words to either side ("in July" of "who is travelling to Lyon in July?", "hace 3
+    semanas"): what dateparser reads. Its search costs with the length of the text, and
+    the stretch recurs across questions where the whole text does not, so `resolve`'s
+    cache answers it."""
+    tokens = TOKEN.findall(text)
+    numbers = [vocabulary(lang).numbers for lang in langs]
+    hits = [i for i, token in enumerate(tokens)
+            if names_time(token, langs) or any(c.isdigit() for c in token)
+            or any(token.lower() in n for n in numbers)]  # fmt: skip
     spans: list[list[int]] = []
     for i in hits:
         if spans and i - REACH <= spans[-1][1] + 1:
@@ -243,7 +250,8 @@ def _duration(words: str, langs: tuple[str, ...]) -> bool:
     units, number words and fillers alone ("a week", "3 days"), no "ago" nor "hace"."""
     found = {w.lower() for w in WORD.findall(words)}
     for vocab in map(vocabulary, langs):
-        if not found.isdisjoint(vocab.units) and found <= vocab.units | vocab.fillers:
+        alone = vocab.units | vocab.numbers | vocab.fillers
+        if not found.isdisjoint(vocab.units) and found <= alone:
             return True
     return False
 
@@ -257,6 +265,7 @@ class Words:
     # An expression of units, number words and fillers alone (and digits) is a length of
     # time ("how many km a week", "3 days"), not a time (to dateparser, a week ago).
     units: frozenset[str]
+    numbers: frozenset[str]  # number words ("a", "two", "una"), which dateparser reads as digits
     fillers: frozenset[str]
 
 
@@ -290,7 +299,7 @@ def vocabulary(lang: str) -> Words:
                        or (forms.get(form) in CALENDAR and form != forms[form])}  # fmt: skip
     units = {form for form, name in forms.items() if name in UNITS}
     marks = {form.lower() for key in ("am", "pm") for form in info.get(key, [])}  # "a week am"
-    return Words(*map(frozenset, (known, capitalized, units, numbers | skip | marks)))
+    return Words(*map(frozenset, (known, capitalized, units, numbers, skip | marks)))
 
 
 def _translation_data(lang: str) -> dict[str, Any]:

@@ -339,3 +339,24 @@ def test_dateparser_reads_the_words_around_a_time_word() -> None:
         "In May we",
         "on March 12",
     ]
+
+
+def test_without_dateparser_a_search_is_a_clear_error() -> None:
+    """dateparser is a dependency (its words are the gate's); a broken install gets a
+    typed error that says so and how to turn the window off, which then needs none."""
+    code = """
+import sys
+sys.modules["dateparser"] = None  # not installed, as far as imports go
+from sgam_store import ConfigurationError, SGAMStore
+with SGAMStore.from_conn_string(":memory:") as store:
+    store.put(("u",), "k", {"text": "paella"})
+    try:
+        store.search(("u",), query="what did I cook in May")
+    except ConfigurationError as error:
+        print(error)
+with SGAMStore.from_conn_string(":memory:", retrieval={"time_window": "off"}) as store:
+    store.put(("u",), "k", {"text": "paella in May"})
+    print(len(store.search(("u",), query="what did I cook in May")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'dateparser" in out.stdout and out.stdout.endswith("\n1\n"), out

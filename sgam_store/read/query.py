@@ -8,7 +8,6 @@ lists. This module is under all of them and calls none.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -68,9 +67,10 @@ class RetrievalConfig:
     rounded) or "int8" (a quarter, the best candidates re-ranked on exact floats).
     `time_window` uses a time the query names ("in May", "two weeks ago"), resolved
     against the search's reference instant (an `as_of` view's, else now), in the keyword
-    language (`read.window`; the `time` extra's dateparser): "rank" ranks the memories
+    language (`read.window`, with dateparser): "rank" (default) ranks the memories
     valid then higher (a signal of weight `time_weight` in hybrid fusion; first, in
-    vector or keyword mode), "filter" keeps only them, "off" (default) ignores it.
+    vector or keyword mode), "filter" keeps only them, "off" ignores it. A query that
+    names no time is answered as with "off", for a few microseconds.
     `diversity` (in [0, 1), default 0: off) spreads a hybrid search's first `depth` hits
     over source episodes by maximal marginal relevance (`fusion.spread`): opt-in, for
     questions whose evidence sits in several conversations.
@@ -92,7 +92,7 @@ class RetrievalConfig:
     threshold: float | None = None
     depth: int = 30
     vector_mirror: str = "float32"
-    time_window: str = "off"
+    time_window: str = "rank"
     time_weight: float = 1.0
     diversity: float = 0.0
     named_subjects: bool = False
@@ -127,19 +127,13 @@ class RetrievalConfig:
         self._check_levers()
 
     def _check_time(self) -> None:
-        """A window setting that can run: a known mode, a weight that ranks, and the
-        parser installed (looked up, not imported: it takes seconds)."""
+        """A window setting that can run: a known mode and a weight that ranks."""
         if self.time_window not in TIME_WINDOWS:
             raise ConfigurationError(
                 f"time_window must be one of {', '.join(TIME_WINDOWS)}: {self.time_window!r}"
             )
         if not (math.isfinite(self.time_weight) and self.time_weight >= 0):
             raise ConfigurationError(f"time_weight must be finite and >= 0: {self.time_weight}")
-        if self.time_window != "off" and not _installed("dateparser"):
-            raise ConfigurationError(
-                f"time_window={self.time_window!r} resolves dates with dateparser, which is "
-                "not installed: pip install 'sgam-store[time]'"
-            )
 
     def _check_levers(self) -> None:
         """A diversity that weighs relevance at all (at 1 the order would ignore the
@@ -168,15 +162,6 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"depth must be >= 1 and rrf_k >= 0: depth={self.depth}, rrf_k={self.rrf_k}"
             )
-
-
-def _installed(package: str) -> bool:
-    """Whether `package` can be imported, without importing it (a module set to None in
-    `sys.modules`, as a test hides one, counts as missing)."""
-    try:
-        return importlib.util.find_spec(package) is not None
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,32 @@
 """The read path's window stage: a time named in the query, as a window of valid time.
 
-Between scoring and fusion, with `RetrievalConfig.time_window` on. A query that names a
-time ("in May", "two weeks ago", "en marzo de 2025") is resolved by dateparser against
-the search's reference instant (the view's `as_of` instant, else now) into windows of
-valid time; the candidates valid in one form the `window` signal that fusion weighs with
-`time_weight` ("rank"), or are the only ones kept ("filter"). A query that names no time
-leaves the signals as they were. SGAM is the store that knows when each memory was true:
-this is where a search uses it. Nothing here writes.
+Between scoring and fusion, with `RetrievalConfig.time_window` on (the default). A
+query that names a time ("in May", "two weeks ago", "en marzo de 2025") is resolved by
+dateparser against the search's reference instant (the view's `as_of` instant, else
+now) into windows of valid time; the candidates valid in one form the `window` signal
+that fusion weighs with `time_weight` ("rank"), or are the only ones kept ("filter"). A
+query that names no time leaves the signals as they were. SGAM is the store that knows
+when each memory was true: this is where a search uses it. Nothing here writes.
 
-dateparser is the `time` extra's (a few seconds to import, so only when a search first
-needs it); `RetrievalConfig` refuses the setting where it is not installed.
+dateparser takes a few tenths of a second to import, so it is imported when a search
+first needs it, and a query reaches it only through `names_time`, a gate of dateparser's
+own words for the language (read from its data files without importing it): a query
+that names no time costs a few microseconds and is answered as with the setting off.
 """
 
 from __future__ import annotations
 
 import calendar
 import functools
+import importlib.util
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sgam_store.core import clock
+from sgam_store.core.errors import ConfigurationError
 from sgam_store.read.query import Ranked, Search
 from sgam_store.read.scope import Bounds
 from sgam_store.read.scoring import Signals
@@ -32,6 +38,26 @@ CODES = {"english": "en", "spanish": "es", "french": "fr", "german": "de",
 # English capitalizes its months: "may" or "march" in lower case is a verb (dateparser read
 # "How much may Lena spend?" as May).
 VERBS = frozenset(month.lower() for month in calendar.month_name if month)
+# The entries of dateparser's per-language data whose words name a time on their own:
+# months, weekdays, units and parts of the day (`vocabulary`).
+CALENDAR = VERBS | {day.lower() for day in calendar.day_name}
+UNITS = ("year", "month", "week", "day", "hour", "minute", "second", "century", "decade",
+         "fortnight")  # fmt: skip
+NAMES = (*sorted(CALENDAR), *UNITS, "early_morning", "morning", "afternoon", "evening", "night")
+# A form this short ("we" is Wednesday, "mi" miércoles, "d" a day) is a word more often
+# than a time; beside a number it is a time, and the number passes the gate.
+SHORTEST = 3
+# How many words either side of a time word, a number or a number word dateparser reads
+# ("hace 3 semanas", "hace una semana", "the day before yesterday"): `phrases`.
+REACH = 1
+WORD = re.compile(r"[^\W\d_]+")
+# A query's words for `phrases`, a date in digits whole ("12/03", "2025-03-12", "15:30")
+# and punctuation left out ("July?" is "July"), so the same stretch recurs.
+TOKEN = re.compile(r"\w+(?:[/:.-]\w+)*")
+# A number is a time with a word of the vocabulary ("May 5", "3 weeks ago"), or alone as
+# a year or a date or hour in digits ("2023", "12/03", "2025-03-12", "15:30"). Alone,
+# a short one is not: dateparser read "(7)" as July and "(42)" as 1942.
+DATE_NUMBER = re.compile(r"\d{4}|\d[/.:-]\d")
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
 
@@ -57,12 +83,19 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     """The stage: `signals` with the query's windows applied (as they were when the
     setting is off or the query names no time)."""
     mode = search.cfg.time_window
-    if mode == "off":
+    if mode == "off" or not _may_name_time(search.text):
         return signals
-    windows = resolve(search.text, reference(search), languages(bounds, search))
+    langs = names_time(search.text, languages(bounds, search))
+    if not langs:
+        return signals
+    at = reference(search)
+    windows = tuple(dict.fromkeys(w for part in phrases(search.text, langs)
+                                  for w in resolve(part, at, langs)))  # fmt: skip
     if not windows:
         return signals
     inside = _inside(bounds, signals, windows)
+    if inside == {fid for fid, _, _ in signals.vector + signals.keyword}:
+        return signals  # a window holding every candidate ranks none above another
     if mode == "filter":
         return replace(
             signals,
@@ -96,21 +129,21 @@ def promoted(ranked: Ranked, inside: set[int], lower: bool) -> Ranked:
 def _inside(bounds: Bounds, signals: Signals, windows: tuple[Window, ...]) -> set[int]:
     """The candidates valid in one of `windows` (their visible versions' intervals)."""
     rows = {row: fid for fid, _, row in signals.vector + signals.keyword}
-    found = bounds.engine.reads.rows_by_id(bounds.conn, list(rows), whole=True)
+    found = bounds.engine.reads.intervals_by_id(bounds.conn, list(rows))
     return {
         rows[row]
-        for row, fact in found.items()
-        if any(w.holds(fact.valid_from, fact.valid_to) for w in windows)
+        for row, (start, end) in found.items()
+        if any(w.holds(start, end) for w in windows)
     }
 
 
 def reference(search: Search) -> datetime:
-    """The instant a query's time resolves against: its view's valid instant, else now
-    (to the minute, so a repeated query finds its windows in `resolve`'s cache)."""
+    """The instant a query's time resolves against: noon (UTC) of its view's valid day,
+    else of today. A window is whole days, so the day is what matters, and a repeated
+    query is parsed once a day (`resolve`'s cache), whatever the view's instant."""
     at = search.scope.at
-    if at is not None:
-        return clock.to_utc(at)
-    return datetime.now(UTC).replace(second=0, microsecond=0)
+    day = clock.to_utc(at) if at is not None else datetime.now(UTC)
+    return day.replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def languages(bounds: Bounds, search: Search) -> tuple[str, ...]:
@@ -130,28 +163,166 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     dateparser finds each expression and its date ("May" asked in January 2026: May
     2025, the latest before `at`), and how precise it is (its period): a day, a week
     (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
-    that names `at` itself ("now", "ahora") says nothing the scope does not, and an
-    English month name in lower case is a verb (`VERBS`): both skipped.
+    that names `at` itself ("now", "ahora") says nothing the scope does not, one the
+    gate would stop (`names_time`: "we", a lower-case "may") is a word, and one of units
+    and numbers alone ("a week") a length of time: all skipped.
+    Cached: `at` is a day's noon (`reference`), so a query is parsed once a day.
     """
     search, parser = _dateparser()
     base = at.astimezone(UTC).replace(tzinfo=None)
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "TIMEZONE": "UTC",
                 "RETURN_AS_TIMEZONE_AWARE": False}  # fmt: skip
-    found = search(text, languages=list(langs), settings=settings) or []
     read = parser(languages=list(langs), settings=settings)
     windows = []
+    # A date at the calendar's edge ("in 9999": its year ends past datetime's last) makes
+    # dateparser or `span` raise: it names no window a memory can be in, so none is made.
+    try:
+        found = search(text, languages=list(langs), settings=settings) or []
+    except (OverflowError, ValueError):
+        found = []
     for words, when in found:
-        if when == base or ("en" in langs and _verb(words)):
+        if when == base or not names_time(words, langs) or _duration(words, langs):
             continue
-        period = read.get_date_data(words).period or "day"
-        windows.append(span(when, period))
+        try:
+            windows.append(span(when, read.get_date_data(words).period or "day"))
+        except (OverflowError, ValueError):
+            continue
     return tuple(dict.fromkeys(windows))
 
 
-def _verb(words: str) -> bool:
-    """Whether an English match rests on a month name in lower case ("may", "we march
-    on"), with no digit to make it a date."""
-    return not any(c.isdigit() for c in words) and not VERBS.isdisjoint(words.split())
+def phrases(text: str, langs: tuple[str, ...]) -> list[str]:
+    """The stretches of `text` around its time words, numbers and number words, `REACH`
+    words to either side ("in July" of "who is travelling to Lyon in July?", "hace 3
+    semanas"): what dateparser reads. Its search costs with the length of the text, and
+    the stretch recurs across questions where the whole text does not, so `resolve`'s
+    cache answers it."""
+    tokens = TOKEN.findall(text)
+    numbers = [vocabulary(lang).numbers for lang in langs]
+    hits = [i for i, token in enumerate(tokens)
+            if names_time(token, langs) or any(c.isdigit() for c in token)
+            or any(token.lower() in n for n in numbers)]  # fmt: skip
+    spans: list[list[int]] = []
+    for i in hits:
+        if spans and i - REACH <= spans[-1][1] + 1:
+            spans[-1][1] = i + REACH
+        else:
+            spans.append([i - REACH, i + REACH])
+    return [" ".join(tokens[max(a, 0) : b + 1]) for a, b in spans]
+
+
+def names_time(text: str, langs: tuple[str, ...]) -> tuple[str, ...]:
+    """The languages of `langs` in which `text` may name a time (none: it names none):
+    all of them for a year or a date in digits (`DATE_NUMBER`), else those with a word
+    of their `vocabulary` (in English a month name that is also a verb, "may", or an
+    abbreviation, "sun", only capitalized, as English writes them). The gate before
+    dateparser, which then reads only those languages (each one more costs a parse),
+    and the test of each expression it finds ("we" is not Wednesday, "(7)" not July)."""
+    if DATE_NUMBER.search(text):
+        return langs
+    words = WORD.findall(text)
+    return tuple(lang for lang in langs if _named(words, vocabulary(lang)))
+
+
+def _may_name_time(text: str) -> bool:
+    """`names_time` in any language, loosely (capitals aside): one pass over the words
+    before the store's language is read, so a query naming no time costs one set lookup
+    a word and no statement."""
+    if DATE_NUMBER.search(text):
+        return True
+    return not _every_known().isdisjoint(WORD.findall(text.lower()))
+
+
+@functools.cache
+def _every_known() -> frozenset[str]:
+    return frozenset().union(*(vocabulary(lang).known for lang in CODES.values()))
+
+
+def _named(words: list[str], vocab: Words) -> bool:
+    """Whether one of `words` is known (capitalized where it must be)."""
+    for word in words:
+        lower = word.lower()
+        if lower in vocab.known and (lower not in vocab.capitalized or word[0].isupper()):
+            return True
+    return False
+
+
+def _duration(words: str, langs: tuple[str, ...]) -> bool:
+    """Whether an expression dateparser found is a length of time in one of `langs`:
+    units, number words and fillers alone ("a week", "3 days"), no "ago" nor "hace"."""
+    found = {w.lower() for w in WORD.findall(words)}
+    for vocab in map(vocabulary, langs):
+        alone = vocab.units | vocab.numbers | vocab.fillers
+        if not found.isdisjoint(vocab.units) and found <= alone:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Words:
+    """dateparser's words of one language, as the gate reads them."""
+
+    known: frozenset[str]  # name a time on their own ("May", "yesterday", "semana")
+    capitalized: frozenset[str]  # English ones that count only capitalized ("May", "Sun")
+    # An expression of units, number words and fillers alone (and digits) is a length of
+    # time ("how many km a week", "3 days"), not a time (to dateparser, a week ago).
+    units: frozenset[str]
+    numbers: frozenset[str]  # number words ("a", "two", "una"), which dateparser reads as digits
+    fillers: frozenset[str]
+
+
+@functools.cache
+def vocabulary(lang: str) -> Words:
+    """The words that name a time in dateparser's data for `lang` (`Words`).
+
+    The one-word forms of its `NAMES` entries, then the words of each phrase that has
+    none of their forms (any length): its relative words ("yesterday", "ayer") and plain
+    simplifications ("tonight"). Not the "0 ... ago" phrases ("now", "today", "this
+    year"): they resolve to the reference instant itself, which `resolve` skips.
+    """
+    info = _translation_data(lang)
+    skip = {word.lower() for word in info.get("skip", [])}
+    entries = {name: info.get(name, []) for name in NAMES}
+    forms = {f.lower(): name for name, fs in entries.items() for f in fs if WORD.fullmatch(f)}
+    relative = [p for key, ps in info.get("relative-type", {}).items()
+                if not key.startswith("0 ") for p in ps]  # fmt: skip
+    rules = [rule for rules in info.get("simplifications", []) for rule in rules.items()]
+    plain = [key for key, value in rules if WORD.fullmatch(key.replace(" ", ""))]
+    numbers = {key.lower() for key, value in rules if WORD.fullmatch(key) and value.isdigit()}
+    phrases = [f for fs in entries.values() for f in fs if not WORD.fullmatch(f)]
+    known = {form for form in forms if len(form) >= SHORTEST}
+    for phrase in phrases + relative + [key for key in plain if key.lower() not in numbers]:
+        words = {w.lower() for w in WORD.findall(phrase)}
+        if words.isdisjoint(forms):
+            known.update(w for w in words if len(w) >= SHORTEST and w not in skip)
+    capitalized = set()
+    if lang == "en":
+        capitalized = {form for form in known if form in VERBS
+                       or (forms.get(form) in CALENDAR and form != forms[form])}  # fmt: skip
+    units = {form for form, name in forms.items() if name in UNITS}
+    marks = {form.lower() for key in ("am", "pm") for form in info.get(key, [])}  # "a week am"
+    return Words(*map(frozenset, (known, capitalized, units, numbers, skip | marks)))
+
+
+def _translation_data(lang: str) -> dict[str, Any]:
+    """dateparser's data for `lang` (`dateparser/data/date_translation_data/<lang>.py`,
+    a dict of words and patterns), loaded from its file alone: importing it through
+    the package would run dateparser's `__init__`, the import the gate exists to skip."""
+    try:
+        package = importlib.util.find_spec("dateparser")
+    except ValueError:  # hidden: None in sys.modules
+        package = None
+    roots = package.submodule_search_locations if package else None
+    path = Path(roots[0]) / "data" / "date_translation_data" / f"{lang}.py" if roots else None
+    if path is None or not path.is_file():
+        raise ConfigurationError(
+            f"time_window reads dateparser's words for {lang!r}, and dateparser is not "
+            "installed as sgam-store needs it: pip install 'dateparser>=1.2', or set "
+            "retrieval={'time_window': 'off'}"
+        )
+    spec = importlib.util.spec_from_file_location(f"_sgam_dateparser_{lang}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.info
 
 
 def span(when: datetime, period: str) -> Window:

@@ -96,6 +96,21 @@ def sources_by_id(d: Dialect, conn: Any, row_ids: list[int]) -> dict[int, str]:
 
 
 @functools.cache
+def _intervals_sql(d: Dialect) -> str:
+    rows = d.rows_of("facts f", "f.row_id")
+    return d.sql(f"SELECT f.row_id, f.valid_from, f.valid_to FROM {rows}")
+
+
+def intervals_by_id(d: Dialect, conn: Any, row_ids: list[int]) -> dict[int, tuple[str, str | None]]:
+    """{row_id: (valid_from, valid_to)} of the given versions: the intervals the time
+    window holds the candidates to (their whole rows cost a search about a millisecond)."""
+    if not row_ids:
+        return {}
+    rows = conn.execute(_intervals_sql(d), (d.as_list(row_ids),)).fetchall()
+    return {row_id: (start, end) for row_id, start, end in rows}
+
+
+@functools.cache
 def _get_sql(d: Dialect, cond: str) -> str:
     head = f"SELECT {I_COLUMNS} FROM facts f WHERE f.namespace = ? AND f.attribute = ? AND "
     return d.sql(head) + cond + " ORDER BY f.valid_from DESC LIMIT 1"

@@ -15,7 +15,7 @@ ten are the top ten.
     python benchmarks/pg_walk_recall.py --layout langmem --size 100000 --ef 100,1000
     python benchmarks/pg_walk_recall.py --layout sgam --size 20000 --distinct   # copies merged
     python benchmarks/pg_walk_recall.py --layout langmem --size 100000 --ivf 200 --ef 5,10
-    python benchmarks/pg_walk_recall.py --layout sgam --size 20000 --store --ef 5,10
+    python benchmarks/pg_walk_recall.py --layout sgam --size 100000 --store
 
 The walk is measured as a walk (sequential scans off: from ef_search 200 on 5,307 vectors
 the planner chose the exact scan instead, and reported its recall as the walk's), the exact
@@ -23,8 +23,9 @@ scan as a sort of a fenced subquery, which no index can order. Commit bb23f09 (s
 reverted) measured the store's own path, a walk over distinct vectors, with `--store`.
 `--ivf LISTS` builds pgvector's IVFFlat index instead (k-means lists, trained on the rows
 loaded), and `--ef` then names `ivfflat.probes`: a list scan has no graph for copies to sink.
-`--store` measures the store's own all-tenant search instead: exact, and through the lists
-`vacuum()` trains, at each probes of `--ef`.
+`--store` measures the store's own all-tenant search instead, through public names: exact
+before `vacuum()`, then through the lists it trains (100,000 vectors or more), at the
+probes the store ships.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ import numpy as np
 import psycopg
 from bench_table import TIE, Exact, MiniLMVectors, Workload, analyze, open_sgam, plan
 from harness import TOP_K, Databases, Samples
-
-from sgam_store.engines.postgres import reads
 
 
 def literal(vector: np.ndarray) -> str:
@@ -102,12 +101,12 @@ def measure(
             )
 
 
-def measure_store(uri: str, workload: Workload, embedder: MiniLMVectors, probes: list[int]) -> None:
-    """The store's own path (`--store`): bench_table's memories put into SGAMStore,
-    analyzed, its lists trained by `vacuum()`, and its all-tenant searches run exactly
-    and through the lists at each `ivfflat.probes` (`reads.PROBES_MIN`): recall@10 of the
-    vector-only search against exact (bench_table's `Exact`), the median ms of it and of
-    hybrid search."""
+def measure_store(uri: str, workload: Workload, embedder: MiniLMVectors) -> None:
+    """The store's own path (`--store`), through public names only: bench_table's
+    memories put into SGAMStore and analyzed, its all-tenant searches run before
+    `vacuum()` (no lists: the exact scan) and after it (the lists it trains, at the probes
+    the store ships); recall@10 of the vector-only search against exact (bench_table's
+    `Exact`), the median ms of it and of hybrid search. Other probes: `--ivf`."""
     tenant_at = workload.layout.tenant_at
     vector = open_sgam(uri, embedder, tenant_at, vector=True)
     hybrid = open_sgam(uri, embedder, tenant_at, vector=False)
@@ -115,13 +114,12 @@ def measure_store(uri: str, workload: Workload, embedder: MiniLMVectors, probes:
     for batch in workload.batches:
         vector.store.batch(batch)
     analyze(uri)
-    vector.store.vacuum()
-    print(f"  loaded, analyzed and trained in {time.perf_counter() - started:.0f}s")
-    truth, listed_max = Exact(workload, embedder), reads.LISTED_MAX
+    print(f"  loaded and analyzed in {time.perf_counter() - started:.0f}s")
+    truth = Exact(workload, embedder)
     try:
-        for label, setting in [("exact", 0), *((f"lists, probes {p}", p) for p in probes)]:
-            reads.LISTED_MAX = listed_max if setting else -1
-            reads.PROBES_MIN, reads.PROBES_SHARE = setting or 10, 10**9  # probes fixed
+        for label in ("exact (before vacuum)", "lists (after vacuum)"):
+            if label.startswith("lists"):
+                vector.store.vacuum()
             recalls, ms, hybrid_ms = [], [], []
             for query in workload.everywhere:
                 for contender, times in ((vector, ms), (hybrid, hybrid_ms)):
@@ -152,7 +150,9 @@ def main() -> None:
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--distinct", action="store_true", help="index each text once")
-    parser.add_argument("--store", action="store_true", help="SGAMStore's own path (--ef: probes)")
+    parser.add_argument(
+        "--store", action="store_true", help="SGAMStore's own path: exact, then the lists"
+    )
     parser.add_argument("--seed", type=int, default=7, help="bench_table's workload seed")
     parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
     parser.add_argument(
@@ -176,7 +176,7 @@ def main() -> None:
     try:
         uri = databases.fresh()
         if args.store:
-            measure_store(uri, workload, embedder, [int(p) for p in args.ef.split(",")])
+            measure_store(uri, workload, embedder)
             return
         built = load(uri, matrix, args.m, args.ef_construction, args.ivf)
         shape = f"IVFFlat, {args.ivf} lists" if args.ivf else f"HNSW, m {args.m}, "

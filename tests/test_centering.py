@@ -1,8 +1,8 @@
 """Centered cosines in a small scope (issue 40): `retrieval={"centering": True}` ranks a
 hybrid search's candidates by cosine about the scope's mean vector, so turns that lean the
 way the whole conversation leans (a speaker's name, small talk) stop outranking the turn
-that answers. Off (the default) nothing changes; reported scores stay plain cosines; a
-setting that is not a bool is refused."""
+that answers. On by default (since session 46); off, the plain cosines rank; reported scores stay
+plain cosines either way; a setting that is not a bool is refused."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _hits(target: str, prefix: tuple[str, ...] = ("acme", "leo"), **retrieval: o
 
 @pytest.mark.parametrize("prefix", [("acme", "leo"), ("acme",)], ids=["subject", "tenant"])
 def test_centering_ranks_the_answer_above_small_talk(chat: str, prefix: tuple) -> None:
-    plain = _hits(chat, prefix)
+    plain = _hits(chat, prefix, centering=False)
     assert "t5" not in [key for key, _ in plain]  # the speaker's small talk fills the page
     spread = _hits(chat, prefix, centering=True)
     assert spread[0][0] == "t5"
@@ -84,8 +84,8 @@ def test_centering_ranks_the_answer_above_small_talk(chat: str, prefix: tuple) -
     assert spread[0][1] == pytest.approx(max(score for _, score in plain), abs=1e-6)
 
 
-def test_centering_off_is_the_default(chat: str) -> None:
-    assert _hits(chat) == _hits(chat, centering=False)
+def test_centering_is_the_default(chat: str) -> None:
+    assert _hits(chat) == _hits(chat, centering=True) != _hits(chat, centering=False)
 
 
 def test_centered_cosines_take_each_facts_best_field() -> None:
@@ -108,7 +108,7 @@ def test_a_scope_past_the_small_ceiling_is_ranked_plainly(
     """Above SMALL_SCOPE_MAX facts the scope's vectors are not read: centering is ignored
     there (the ceiling lowered to 3 here, below the tenant's 6 facts)."""
     monkeypatch.setattr(scoring, "SMALL_SCOPE_MAX", 3)
-    assert _hits(chat, ("acme",), centering=True) == _hits(chat, ("acme",))
+    assert _hits(chat, ("acme",), centering=True) == _hits(chat, ("acme",), centering=False)
 
 
 @pytest.mark.parametrize("prefix", [("acme", "leo"), ("acme",)], ids=["subject", "tenant"])

@@ -30,9 +30,11 @@ ENTRIES = [
     ("items", "built"),
 ]
 READ = Path(sgam_store.read.__file__).parent
-# The driver, the shapes and query terms under every stage, and what embeds the query
-# before the first stage (the index spec's check, the query batcher, the local model).
-SHARED = {"pipeline", "query", "terms", "index", "microbatch", "embeddings", "coalesce"}
+# The driver, the shapes, query terms and stored vectors under every stage, and what
+# embeds the query before the first stage (the index spec's check, the query batcher,
+# the local model).
+SHARED = {"pipeline", "query", "terms", "vectors", "index", "microbatch", "embeddings",
+          "coalesce"}  # fmt: skip
 
 
 def walk(search: Callable[[], Any]) -> tuple[list[str], list[tuple[str, str]], Any]:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from sgam_store.read.query import KEYWORD_FLOOR, Ranked, RetrievalConfig, Search
 from sgam_store.read.scoring import Signals
 
@@ -24,6 +26,7 @@ def fused(search: Search, signals: Signals) -> Ranked:
     if not search.hybrid:
         return signals.vector
     spread_over = (signals.episodes, search.depth) if signals.episodes is not None else None
+    novel_of = (signals.units, search.depth, search.want) if signals.units is not None else None
     return fuse(
         signals.vector,
         signals.keyword,
@@ -32,6 +35,7 @@ def fused(search: Search, signals: Signals) -> Ranked:
         signals.window,
         spread_over,
         signals.first,
+        novel_of,
     )
 
 
@@ -43,10 +47,13 @@ def fuse(
     window: Ranked | None = None,
     spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
     first: set[int] | None = None,
+    novel_of: tuple[Callable[[list[int]], np.ndarray], int, int] | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale. `window` (the
     candidates in the time the query names, all tied) is a third signal of weight
-    `time_weight`; none, and the sums are the two rankings' alone. `spread_over`
+    `time_weight`; none, and the sums are the two rankings' alone. `novel_of` (a reader
+    of unit vectors by fact id, how many of the first hits to weigh and how many to
+    pick) where the search weighs redundancy (`novel`); `spread_over`
     (a reader of source episodes by row id, and how many of the first hits to spread)
     where the search diversifies (`spread`); `first`, the hits of the subjects the query
     names, ranked before the rest, each part in its order."""
@@ -56,11 +63,49 @@ def fuse(
         fused = fuse_rrf(signals + timed, cfg.rrf_k)
     else:
         fused = fuse_relative(signals[0], signals[1], cfg.keyword_floor, *timed)
+    if novel_of is not None:
+        fused = novel(fused, *novel_of, cfg.redundancy)
     if spread_over is not None:
         fused = spread(fused, *spread_over, cfg.diversity)
     if first:
         fused = [h for h in fused if h[0] in first] + [h for h in fused if h[0] not in first]
     return similarity_scores(fused, cosine, keyword)
+
+
+def novel(
+    fused: list[tuple[int, float, Any]],
+    units_of: Callable[[list[int]], np.ndarray],
+    n: int,
+    k: int,
+    redundancy: float,
+) -> list[tuple[int, float, Any]]:
+    """The first `k` of the fused order's first `n` hits picked by maximal marginal
+    relevance over their vectors; the rest follow as they were.
+
+    Each pick is the hit left with the best (1 - redundancy) x its fused score (over the
+    best's) less redundancy x its cosine with the closest hit picked (none below 0).
+    A turn of small talk said every day, or a fact stated five times, fills a page with
+    copies that answer nothing the first did not; weighed down, they make room for the
+    evidence in a second conversation. Only the first `n` hits' vectors are read
+    (`units_of`, unit rows by fact id); a hit without one resembles none. Measured on
+    `benchmarks/retrieval_hard.py` (docs/read-path.md).
+    """
+    head, rest = fused[:n], fused[n:]
+    if len(head) < 2 or not redundancy:
+        return fused
+    units = units_of([fid for fid, _, _ in head])
+    cosines = (units @ units.T).tolist()
+    best = head[0][1] or 1.0
+    gain = [(1 - redundancy) * score / best for _, score, _ in head]
+    closest = [0.0] * len(head)
+    left = list(range(len(head)))
+    picked: list[int] = []
+    for _ in range(min(k, len(head))):
+        take = max(left, key=lambda i: gain[i] - redundancy * closest[i])
+        left.remove(take)
+        picked.append(take)
+        closest = [max(c, s) for c, s in zip(closest, cosines[take], strict=True)]
+    return [head[i] for i in picked + left] + rest
 
 
 def spread(

@@ -76,7 +76,13 @@ class RetrievalConfig:
     questions whose evidence sits in several conversations.
     `named_subjects` (default False) ranks first, in hybrid search, the memories of the
     subjects under the prefix that the query names (`subjects.named`).
-    `centering` (default False) ranks a hybrid search's candidates by cosine taken about
+    `redundancy` (in [0, 1), default 0.2) re-ranks a hybrid search's page by maximal
+    marginal relevance over the candidates' vectors (`fusion.novel`): each next hit is
+    the best by (1 - redundancy) x its fused score less redundancy x its cosine with the
+    closest hit above it, so near-copies of a hit (small talk said every day, a fact
+    repeated) stop filling the page and the second conversation's evidence gets in; 0
+    keeps the fused order.
+    `centering` (default True) ranks a hybrid search's candidates by cosine taken about
     the scope's mean vector (`scoring.centered`), so turns that resemble the whole
     conversation (small talk, a speaker's name) stop outranking the ones that answer;
     in a scope of at most 2,000 facts (`scope.SMALL_SCOPE_MAX`), else it is ignored.
@@ -96,7 +102,8 @@ class RetrievalConfig:
     time_weight: float = 1.0
     diversity: float = 0.0
     named_subjects: bool = False
-    centering: bool = False
+    centering: bool = True
+    redundancy: float = 0.2
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> RetrievalConfig:
@@ -136,11 +143,12 @@ class RetrievalConfig:
             raise ConfigurationError(f"time_weight must be finite and >= 0: {self.time_weight}")
 
     def _check_levers(self) -> None:
-        """A diversity that weighs relevance at all (at 1 the order would ignore the
-        query), and plain switches for named subjects and centering."""
-        d = self.diversity
-        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
-            raise ConfigurationError(f"diversity must be a number in [0, 1): {d!r}")
+        """A diversity and a redundancy that weigh relevance at all (at 1 the order
+        would ignore the query), and plain switches for named subjects and centering."""
+        for name in ("diversity", "redundancy"):
+            d = getattr(self, name)
+            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+                raise ConfigurationError(f"{name} must be a number in [0, 1): {d!r}")
         if not isinstance(self.named_subjects, bool):
             raise ConfigurationError(
                 f"named_subjects must be True or False: {self.named_subjects!r}"

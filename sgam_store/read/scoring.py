@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sgam_store.read import subjects
+from sgam_store.read import subjects, vectors
 from sgam_store.read.candidates import Found
 from sgam_store.read.query import Ranked, RetrievalConfig, Scan, Search, vector_depth
 from sgam_store.read.scope import SMALL_SCOPE_MAX, Bounds
@@ -35,7 +35,10 @@ class Signals:
     (`RetrievalConfig.diversity`), the engine's `sources_by_id` on this snapshot, which
     fusion asks for its first hits' episodes alone (~150 candidates' cost a user's
     search more than it does); else None. `first`: the candidates in the subjects the
-    query names, which fusion ranks first (`RetrievalConfig.named_subjects`), else None."""
+    query names, which fusion ranks first (`RetrievalConfig.named_subjects`), else None.
+    `units`: where fusion weighs redundancy (`RetrievalConfig.redundancy`), the reader
+    of candidates' unit vectors on this snapshot (`vectors.per_fact`), which fusion asks for
+    its first hits' alone; else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
@@ -44,6 +47,7 @@ class Signals:
     window: Ranked = field(default_factory=list)
     episodes: Callable[[list[int]], dict[int, str]] | None = None
     first: set[int] | None = None
+    units: Callable[[list[int]], np.ndarray] | None = None
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -68,7 +72,7 @@ def score(bounds: Bounds, search: Search, found: Found) -> Signals:
         vector + [(fid, extra[fid], row) for fid, _, row in found.keyword if fid in extra],
         key=lambda t: -t[1],
     )
-    return _both(bounds, search, vector, found.keyword, cosine)
+    return _both(bounds, search, found, vector, found.keyword, cosine)
 
 
 def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -89,7 +93,7 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     extra = [(f, ranks[f], row) for f, _, row in keyword if f not in near and f in ranks]
     if extra:  # else already in this order (a stable sort would keep it)
         vector = sorted(vector + extra, key=lambda t: -t[1])
-    return _both(bounds, search, vector, keyword, cosine)
+    return _both(bounds, search, found, vector, keyword, cosine)
 
 
 def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
@@ -116,7 +120,12 @@ def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndar
 
 
 def _both(
-    bounds: Bounds, search: Search, vector: Ranked, keyword: Ranked, cosine: dict[int, float]
+    bounds: Bounds,
+    search: Search,
+    found: Found,
+    vector: Ranked,
+    keyword: Ranked,
+    cosine: dict[int, float],
 ) -> Signals:
     """Both rankings for fusion, or keywords alone where no candidate has a cosine."""
     if not cosine:
@@ -125,7 +134,12 @@ def _both(
     if bounds.named:
         ids = list(dict.fromkeys(fid for fid, _, _ in (*vector, *keyword)))
         first = subjects.members(bounds.engine, bounds.conn, bounds.where, bounds.named, ids)
-    return Signals(vector, keyword, cosine, episodes=_episodes(bounds, search), first=first)
+    units = None
+    if search.cfg.redundancy:
+        units = partial(vectors.per_fact, bounds.engine, bounds.conn, found.mirror)
+    return Signals(
+        vector, keyword, cosine, episodes=_episodes(bounds, search), first=first, units=units
+    )
 
 
 def _episodes(bounds: Bounds, search: Search) -> Callable[[list[int]], dict[int, str]] | None:

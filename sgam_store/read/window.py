@@ -58,6 +58,20 @@ TOKEN = re.compile(r"\w+(?:[/:.-]\w+)*")
 # a year or a date or hour in digits ("2023", "12/03", "2025-03-12", "15:30"). Alone,
 # a short one is not: dateparser read "(7)" as July and "(42)" as 1942.
 DATE_NUMBER = re.compile(r"\d{4}|\d[/.:-]\d")
+# The words that place a question's answer before or after an event ("before moving",
+# "antes de mudarse"), each with whether the answer comes after it, and the clause that
+# names the event up to the end of the sentence: `anchored`. English and Spanish, the
+# languages benchmarks/retrieval_hard.py asks in.
+_CLAUSE = r"\s+(?:de\s+(?:que\s+)?)?([^?.!;,]+)"
+RELATIONS = {
+    "en": tuple((re.compile(rf"\b{word}{_CLAUSE}", re.I), after)
+                for word, after in (("before", False), ("until", False), ("after", True),
+                                    ("since", True))),
+    "es": tuple((re.compile(rf"\b{word}{_CLAUSE}", re.I), after)
+                for word, after in (("antes", False), ("hasta", False), ("después", True),
+                                    ("desde", True))),
+}  # fmt: skip
+FAR_START, FAR_END = "0001-01-01T00:00:00.000000Z", "9999-12-31T23:59:59.999999Z"
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
 
@@ -81,19 +95,17 @@ class Window:
 
 def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     """The stage: `signals` with the query's windows applied (as they were when the
-    setting is off or the query names no time)."""
+    setting is off or the query names no time): a time it names, else an event it places
+    the answer before or after (`anchored`)."""
     mode = search.cfg.time_window
-    if mode == "off" or not _may_name_time(search.text):
+    if mode == "off":
         return signals
-    langs = names_time(search.text, languages(bounds, search))
-    if not langs:
-        return signals
-    at = reference(search)
-    windows = tuple(dict.fromkeys(w for part in phrases(search.text, langs)
-                                  for w in resolve(part, at, langs)))  # fmt: skip
+    windows, anchor = _dated(bounds, search), None
+    if not windows and search.hybrid and not signals.keyword_only:
+        windows, anchor = anchored(bounds, search, signals)
     if not windows:
         return signals
-    inside = _inside(bounds, signals, windows)
+    inside = _inside(bounds, signals, windows) - {anchor}
     if inside == {fid for fid, _, _ in signals.vector + signals.keyword}:
         return signals  # a window holding every candidate ranks none above another
     if mode == "filter":
@@ -108,6 +120,64 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     if signals.keyword_only:
         return replace(signals, keyword=promoted(signals.keyword, inside, lower=True))
     return replace(signals, vector=promoted(signals.vector, inside, lower=False))
+
+
+def _dated(bounds: Bounds, search: Search) -> tuple[Window, ...]:
+    """The windows of the times the query names, read by dateparser (none where the gate
+    finds no time word)."""
+    if not _may_name_time(search.text):
+        return ()
+    langs = names_time(search.text, languages(bounds, search))
+    if not langs:
+        return ()
+    at = reference(search)
+    return tuple(dict.fromkeys(w for part in phrases(search.text, langs)
+                               for w in resolve(part, at, langs)))  # fmt: skip
+
+
+def anchored(
+    bounds: Bounds, search: Search, signals: Signals
+) -> tuple[tuple[Window, ...], int | None]:
+    """The window before or after the event a query places its answer by ("where did Rosa
+    live before relocating to Seville?"), and the event's memory where the window leaves
+    it out; else no window.
+
+    The event is a memory of the store, not a date. Its memory (the anchor) is the hybrid
+    candidate whose keyword row holds the largest share of the clause's terms ("relocat",
+    "seville"), the nearest the query among equals. The window ends when the anchor became
+    valid (before: the anchor is the event, not the answer) or starts then (after, since:
+    the event's own memory may say what followed it, "my back hurts since I lifted the
+    box"). Words of English and Spanish (`RELATIONS`), in hybrid search only: its keyword
+    and vector candidates are as deep for every page up to `depth`, so the anchor is too.
+    """
+    found = relation(search.text, languages(bounds, search))
+    if found is None:
+        return (), None
+    after, clause = found
+    engine, conn = bounds.engine, bounds.conn
+    terms = engine.reads.keyword_terms(conn, clause)
+    rows = {fid: row for fid, _, row in signals.vector + signals.keyword}
+    share = engine.reads.keyword_coverage(conn, terms, list(rows)) if terms else {}
+    best = max(share.values(), default=0.0)
+    if best <= 0:
+        return (), None
+    cosine = signals.cosine
+    anchor = max((fid for fid, held in share.items() if held == best),
+                 key=lambda fid: (cosine.get(fid, -1.0), -fid))  # fmt: skip
+    start, _ = engine.reads.intervals_by_id(conn, [rows[anchor]])[rows[anchor]]
+    if after:  # the answer may be in the event's own memory ("hurts since I fell")
+        return (Window(start, FAR_END),), None
+    return (Window(FAR_START, start),), anchor
+
+
+def relation(text: str, langs: tuple[str, ...]) -> tuple[bool, str] | None:
+    """(whether the answer comes after the event, the words naming the event) of a query
+    that places its answer before or after one, in one of `langs`; else None."""
+    for lang in langs:
+        for pattern, after in RELATIONS.get(lang, ()):
+            if (match := pattern.search(text)) and WORD.search(match.group(1)):
+                return after, match.group(1)
+    return None
 
 
 def promoted(ranked: Ranked, inside: set[int], lower: bool) -> Ranked:

@@ -94,18 +94,19 @@ def novel(
     if len(head) < 2 or not redundancy:
         return fused
     units = units_of([fid for fid, _, _ in head])
-    cosines = (units @ units.T).tolist()
-    best = head[0][1] or 1.0
-    gain = [(1 - redundancy) * score / best for _, score, _ in head]
-    closest = [0.0] * len(head)
-    left = list(range(len(head)))
+    cosines = units @ units.T
+    scores = np.fromiter((score for _, score, _ in head), np.float64, len(head))
+    gain = (1 - redundancy) * scores / (scores[0] or 1.0)
+    closest = np.zeros(len(head))
     picked: list[int] = []
     for _ in range(min(k, len(head))):
-        take = max(left, key=lambda i: gain[i] - redundancy * closest[i])
-        left.remove(take)
+        value = gain - redundancy * closest
+        value[picked] = -np.inf
+        take = int(np.argmax(value))  # the first of equals: the fused order breaks ties
         picked.append(take)
-        closest = [max(c, s) for c, s in zip(closest, cosines[take], strict=True)]
-    return [head[i] for i in picked + left] + rest
+        np.maximum(closest, cosines[take], out=closest)
+    taken = set(picked)
+    return [head[i] for i in picked] + [h for i, h in enumerate(head) if i not in taken] + rest
 
 
 def spread(

@@ -35,5 +35,9 @@ def per_fact(engine: Any, conn: Any, mirror: Any, fact_ids: list[int]) -> np.nda
         return np.zeros((len(fact_ids), 0), np.float32)
     out = np.zeros((len(fact_ids), matrix.shape[1]), np.float32)
     at = {fid: i for i, fid in enumerate(fact_ids)}
-    np.add.at(out, [at[fid] for fid in ids.tolist()], unit(matrix))
+    rows = [at[fid] for fid in ids.tolist()]
+    if len(set(rows)) == len(rows):  # a field vector a fact, the common case: no sum
+        out[rows] = matrix
+    else:
+        np.add.at(out, rows, unit(matrix))
     return unit(out)

@@ -1,0 +1,117 @@
+"""An event a query places its answer by (read/window.py `anchored`, issue 40): "where did
+Rosa live before relocating to Seville?" asks about the time before a memory of the store.
+
+The clause is read in English and Spanish; its memory (the anchor) is the candidate that
+holds most of the clause's terms; the window is the valid time before it (after it, for
+"after" and "since", the anchor's own memory included). Through real stores on both
+engines, hybrid search: the turn before the move ranks first ("rank") or only turns
+before it remain ("filter"); with the window off, the move's own turns outrank it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from sgam_store import MemoryFact, SGAMStore
+from sgam_store.read.window import relation
+
+from .conftest import HashEmbeddings
+
+ENGINES = ("sqlite", "postgres")
+
+# Rosa's turns, one a month. The move to Seville is t3, the one turn holding both of the
+# clause's terms; where she lived before it is t1; t4 and t5 follow the move and share as
+# many of the question's words, as the aftermath of an event does.
+TURNS = [
+    ("t0", "Rosa: the bakery on our corner closed, so sad", "2025-01-10"),
+    ("t1", "Rosa: we live in a tiny flat in Denver, lovely neighbourhood", "2025-02-10"),
+    ("t2", "Rosa: my sister says hi, she is visiting next week", "2025-03-10"),
+    ("t3", "Rosa: first week after relocating to Seville, the new job keeps me busy", "2025-04-10"),
+    ("t4", "Rosa: Seville was the right call, I live near the river now", "2025-05-10"),
+    ("t5", "Rosa: Seville in summer, where do people live without air conditioning", "2025-06-10"),
+]
+ASKED = "Where did Rosa live before relocating to Seville?"
+
+
+def _index() -> dict:
+    return {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+
+
+@pytest.fixture
+def target_with_turns(target: str) -> str:
+    with SGAMStore.from_conn_string(target, index=_index()) as store:
+        store.setup()
+        for key, text, day in TURNS:
+            store.replace_fact(MemoryFact(
+                tenant_id="rosa", subject="turns", attribute=key, value={"text": text},
+                valid_from=f"{day}T18:00:00Z", source_episode_id=f"session-{key}",
+            ))  # fmt: skip
+    return target
+
+
+@contextmanager
+def chat(target: str, **retrieval: object) -> Iterator[SGAMStore]:
+    with SGAMStore.from_conn_string(target, index=_index(), retrieval=retrieval) as store:
+        yield store
+
+
+def ranked(store: SGAMStore, query: str = ASKED) -> list[str]:
+    return [hit.key for hit in store.search(("rosa", "turns"), query=query, limit=6)]
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        (ASKED, (False, "relocating to Seville")),
+        ("What hurts since Leo lifted the box?", (True, "Leo lifted the box")),
+        ("What did she do after the wedding, and why?", (True, "the wedding")),
+        ("¿Dónde vivía Rosa antes de mudarse a Sevilla?", (False, "mudarse a Sevilla")),
+        ("¿Qué cambió después de que nació Leo?", (True, "nació Leo")),
+        ("Where does Rosa live?", None),
+        ("What did I say before?", None),
+    ],
+)
+def test_the_clause_is_read(query: str, found: tuple[bool, str] | None) -> None:
+    assert relation(query, ("en", "es")) == found
+
+
+def test_the_turn_before_the_event_ranks_first(target_with_turns: str) -> None:
+    with chat(target_with_turns, time_window="off") as store:
+        plain = ranked(store)
+    with chat(target_with_turns) as store:  # time_window="rank", the default
+        anchored = ranked(store)
+    # Without the window the aftermath outranks the answer; with it, every turn before
+    # the event rises (by the window's weight, a third of the fused score here).
+    assert plain.index("t1") > min(plain.index("t4"), plain.index("t5"))
+    before = ("t0", "t1", "t2")
+    assert all(anchored.index(key) <= plain.index(key) for key in before)
+    assert anchored.index("t1") < plain.index("t1")
+
+
+def test_filter_keeps_only_the_time_before_the_event(target_with_turns: str) -> None:
+    with chat(target_with_turns, time_window="filter") as store:
+        assert set(ranked(store)) <= {"t0", "t1", "t2"} and "t1" in ranked(store)
+
+
+def test_after_the_event_includes_the_event(target_with_turns: str) -> None:
+    with chat(target_with_turns, time_window="filter") as store:
+        after = ranked(store, "Where did Rosa live after relocating to Seville?")
+    assert set(after) <= {"t3", "t4", "t5"} and "t3" in after
+
+
+def test_a_clause_no_memory_holds_changes_nothing(target_with_turns: str) -> None:
+    query = "Where did Rosa live before the pandemic?"
+    with chat(target_with_turns, time_window="off") as store:
+        plain = store.search(("rosa", "turns"), query=query, limit=6)
+    with chat(target_with_turns) as store:
+        assert store.search(("rosa", "turns"), query=query, limit=6) == plain
+
+
+def test_vector_and_keyword_modes_ignore_events(target_with_turns: str) -> None:
+    for mode in ("vector", "keyword"):
+        with chat(target_with_turns, mode=mode, time_window="off") as store:
+            plain = ranked(store)
+        with chat(target_with_turns, mode=mode) as store:
+            assert ranked(store) == plain

@@ -46,6 +46,13 @@ class Signals:
     first: set[int] | None = None
 
 
+# `Centre.of`: rows whose length is 1 within this are not normalized again (float32's
+# rounding of a unit vector is ~1e-7); below _NEAR a squared distance from the mean is
+# taken directly: |d|^2 - 2 d.m + m.m loses ~3e-7 to cancellation, 6e-6 of 0.05.
+_UNIT = 1e-6
+_NEAR = 0.05
+
+
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
     """The stage: `found`'s candidates with the signals `search` fuses."""
     if search.vector is None:
@@ -78,10 +85,11 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     `centered` cosines; the reported scores stay the plain ones."""
     members, cosine = found.members or {}, found.cosine
     deep = contributed(search.depth, search.cfg) if search.hybrid else search.want
-    ranks = cosine  # what orders the vector ranking; `cosine` stays the reported score
     if search.hybrid and search.cfg.centering and cosine:
-        ranks = _centered(bounds, search, found)
-    vector = [(fid, sim, members[fid]) for fid, sim in best_first(ranks, deep)]
+        best, ranks = _centered(bounds, search, found, deep)
+    else:  # `ranks` orders the vector ranking; `cosine` stays the reported score
+        best, ranks = best_first(cosine, deep), cosine
+    vector = [(fid, sim, members[fid]) for fid, sim in best]
     if not search.hybrid:
         return Signals(vector=vector)
     keyword = found.keyword[: search.depth]
@@ -104,18 +112,39 @@ def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
     return Found(keyword=found.keyword, cosine=cosine, members=members, mirror=found.mirror)
 
 
-def _centered(bounds: Bounds, search: Search, found: Found) -> dict[int, float]:
-    """`centered` cosines of the scope's facts. Where the mirror holds them a row each,
-    from the plain cosines already read and the scope's `Centre`, which the mirror keeps
-    until the scope's tenant is written (`derived`); else from the rows themselves (a
-    fact of several fields, a point-in-time view, an engine without a mirror)."""
-    cosine = found.cosine
-    ids = np.fromiter(cosine, np.int64, len(cosine))
-    centre = found.mirror.derived(ids, Centre.of) if found.mirror is not None else None
+def _centered(
+    bounds: Bounds, search: Search, found: Found, n: int
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The `n` best facts of the scope by `centered` cosine (`best_first`), and every
+    fact's. Where the mirror holds them a row each, from the plain cosines already read
+    and the scope's `Centre`, which the mirror keeps until the scope's tenant is written
+    (`derived`); else from the rows themselves (a fact of several fields, a
+    point-in-time view, an engine without a mirror)."""
+    cosine, centre = found.cosine, None
+    if found.mirror is not None:
+        ids = np.fromiter(cosine, np.int64, len(cosine))
+        plain = np.fromiter(cosine.values(), np.float64, len(cosine))
+        if (ids[1:] < ids[:-1]).any():  # by fact id, as the mirror keeps a tenant's
+            order = np.argsort(ids)
+            ids, plain = ids[order], plain[order]
+        centre = found.mirror.derived(ids, Centre.of)
     if centre is None:
-        return centered(*_vectors(bounds, found, list(cosine)), search.vector)
-    plain = np.fromiter(cosine.values(), np.float64, len(cosine))
-    return dict(zip(cosine, centre.cosines(plain, search.vector).tolist(), strict=True))
+        ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
+        return best_first(ranks, n), ranks
+    sims = centre.cosines(plain, search.vector)
+    return _best(ids, sims, n), dict(zip(ids.tolist(), sims.tolist(), strict=True))
+
+
+def _best(ids: np.ndarray, sims: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """`best_first` of arrays: the `n` best (id, value), ties by id, sorting only those
+    at or above the n-th value (every one of its ties kept, so a tie at the cut falls
+    to the smallest id as in `best_first`)."""
+    if len(sims) > n > 0:
+        cut = np.partition(sims, len(sims) - n)[len(sims) - n]
+        keep = np.flatnonzero(sims >= cut)
+        ids, sims = ids[keep], sims[keep]
+    order = np.lexsort((ids, -sims))[:n]
+    return list(zip(ids[order].tolist(), sims[order].tolist(), strict=True))
 
 
 def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -235,49 +264,72 @@ def centered(ids: np.ndarray, matrix: np.ndarray, query: bytes) -> dict[int, flo
 @dataclass(frozen=True)
 class Centre:
     """What a cosine about a scope's mean unit vector m needs of the scope's vectors, one
-    a fact, besides each one's plain cosine with the query: `mean` itself, `scale` (1 /
-    a vector's length, 0 for a zero vector), `offset` (m.m - its unit vector's dot with
-    m) and `spread` (its unit vector's distance from m, taken directly: exactly 0 where
-    a vector is the mean, as in a scope of one fact, so its cosine is 0 as `centered`
-    gives it).
+    a fact, besides each one's plain cosine with the query.
 
-    For unit d and q, (d - m).(q - m) = d.q - d.m - q.m + m.m: given d.q, the plain
-    cosine a small scope's search reads anyway, a centered search costs a few array
-    operations over the scope, where `centered` normalizes, averages and centers its
-    whole matrix again (a LangMem user's 500 facts: ~0.39 -> ~0.06 ms). The two agree
-    to float32's rounding, in the same order (tests/test_centering_speed.py).
+    For unit d and q, (d - m).(q - m) = d.q - d.m - q.m + m.m, and the cosine divides
+    that by |d - m| |q - m|. Given d.q, the plain cosine a small scope's search reads
+    anyway, it is `plain * weight + base - q.m * inverse`, over |q - m|: `inverse` is
+    1 / |d - m| (0 where d is the mean: no direction about it, cosine 0 as in
+    `centered`), `weight` that over |d| (the plain cosine is the stored vector's),
+    `base` (m.m - d.m) over |d - m|. So a search costs a few array operations over the
+    scope, where `centered` normalizes, averages and centers its whole matrix again.
+    Vectors close to the mean (near copies of one text) keep d - m, whose product with
+    q - m is taken directly: there the difference of nearly equal terms would round.
+    The two agree to float32's rounding, in the same order but for cosines closer than
+    that (tests/test_centering_speed.py).
     """
 
     mean: np.ndarray
-    scale: np.ndarray
-    offset: np.ndarray
-    spread: np.ndarray
+    reach: float  # m.m
+    weight: np.ndarray
+    base: np.ndarray
+    inverse: np.ndarray
+    near: np.ndarray  # the vectors within sqrt(_NEAR) of the mean, and each one's d - m
+    rel: np.ndarray
 
     @classmethod
     def of(cls, rows: np.ndarray) -> Centre:
-        """The centre of these float32 rows, one a fact, taken as `centered` takes it."""
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-        unit = rows / np.where(norms > 0, norms, 1.0)[:, None]
-        mean = unit.mean(axis=0)
-        rel = unit - mean
-        along = np.einsum("ij,j->i", unit, mean)
-        return cls(
-            mean=mean.astype(np.float64),
-            scale=np.divide(1.0, norms, out=np.zeros(len(rows)), where=norms > 0),
-            offset=float(mean @ mean) - along.astype(np.float64),
-            spread=np.sqrt(np.einsum("ij,ij->i", rel, rel)).astype(np.float64),
-        )
+        """The centre of these float32 rows, one a fact, as `centered` takes it. In three
+        passes over the rows (lengths, sum, dots with the mean), where `centered` makes
+        six: rows of length 1 (as the vector mirror holds them) are not normalized again,
+        and a distance from the mean is |d|^2 - 2 d.m + m.m, taken directly only where
+        that is small (`_NEAR`), where float32's rounding would show (a vector that is
+        the mean gets exactly 0)."""
+        squares = np.einsum("ij,ij->i", rows, rows).astype(np.float64)
+        scale = np.ones(len(rows))
+        if np.abs(squares - 1).max() > _UNIT:  # a zero row, or not as the mirror holds them
+            norms = np.sqrt(squares)
+            scale = np.divide(1.0, norms, out=np.zeros(len(rows)), where=norms > 0)
+            rows, squares = rows * scale[:, None].astype(np.float32), (norms > 0) * 1.0
+        mean = np.add.reduce(rows, axis=0) / np.float32(len(rows))
+        along = np.einsum("ij,j->i", rows, mean).astype(np.float64)
+        wide = mean.astype(np.float64)
+        reach = float(wide @ wide)
+        spread = squares - 2 * along + reach
+        near = np.flatnonzero(spread < _NEAR)
+        rel = (rows[near] - mean).astype(np.float64)
+        spread[near] = np.einsum("ij,ij->i", rel, rel)
+        spread = np.sqrt(spread)
+        inverse = np.divide(1.0, spread, out=np.zeros(len(rows)), where=spread > 0)
+        base = (reach - along) * inverse
+        return cls(wide, reach, scale * inverse, base, inverse, near, rel)
 
     def cosines(self, plain: np.ndarray, query: bytes) -> np.ndarray:
         """Each vector's cosine with `query`, both about the mean, from its `plain` cosine
         (0 where either has no direction about the mean, as in `centered`)."""
         q = np.frombuffer(query, np.float32).astype(np.float64)
-        q /= np.sqrt(q @ q) or 1.0
-        off = q - self.mean
-        dot = plain * self.scale
-        dot += self.offset - q @ self.mean
-        norms = self.spread * np.sqrt(off @ off)
-        return np.divide(dot, norms, out=np.zeros(len(dot)), where=norms > 0)
+        length = float(np.sqrt(q @ q)) or 1.0
+        along = float(q @ self.mean) / length
+        apart = (q @ q) / length**2 - 2 * along + self.reach  # |q - m|^2, q made unit
+        if apart < _NEAR**8:  # the query is the mean: no direction about it
+            return np.zeros(len(plain))
+        sims = plain * self.weight
+        sims += self.base - along * self.inverse
+        if len(self.near):  # (d - m).(q - m) itself, where the difference would round
+            off = q / length - self.mean
+            sims[self.near] = (self.rel @ off) * self.inverse[self.near]
+        sims /= np.sqrt(apart)
+        return sims
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ threshold on it. It hands on `Signals`. Nothing here writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -131,20 +132,17 @@ def _centered(
     if centre is None:
         ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
         return best_first(ranks, n), ranks
-    sims = centre.cosines(plain, search.vector)
-    return _best(ids, sims, n), dict(zip(ids.tolist(), sims.tolist(), strict=True))
+    return _ranked(ids, centre.cosines(plain, search.vector), n)
 
 
-def _best(ids: np.ndarray, sims: np.ndarray, n: int) -> list[tuple[int, float]]:
-    """`best_first` of arrays: the `n` best (id, value), ties by id, sorting only those
-    at or above the n-th value (every one of its ties kept, so a tie at the cut falls
-    to the smallest id as in `best_first`)."""
-    if len(sims) > n > 0:
-        cut = np.partition(sims, len(sims) - n)[len(sims) - n]
-        keep = np.flatnonzero(sims >= cut)
-        ids, sims = ids[keep], sims[keep]
-    order = np.lexsort((ids, -sims))[:n]
-    return list(zip(ids[order].tolist(), sims[order].tolist(), strict=True))
+def _ranked(
+    ids: np.ndarray, sims: np.ndarray, n: int
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """`best_first` of arrays, `ids` ascending (a stable sort keeps them in order among
+    equal values, so ties go to the smaller id), and every (id, value) as a dict."""
+    keys, values = ids.tolist(), sims.tolist()
+    top = np.argsort(-sims, kind="stable")[:n].tolist()
+    return [(keys[i], values[i]) for i in top], dict(zip(keys, values, strict=True))
 
 
 def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -318,17 +316,18 @@ class Centre:
         """Each vector's cosine with `query`, both about the mean, from its `plain` cosine
         (0 where either has no direction about the mean, as in `centered`)."""
         q = np.frombuffer(query, np.float32).astype(np.float64)
-        length = float(np.sqrt(q @ q)) or 1.0
+        length = math.sqrt(q @ q) or 1.0
         along = float(q @ self.mean) / length
-        apart = (q @ q) / length**2 - 2 * along + self.reach  # |q - m|^2, q made unit
+        apart = 1 - 2 * along + self.reach  # |q - m|^2, q made unit
         if apart < _NEAR**8:  # the query is the mean: no direction about it
             return np.zeros(len(plain))
         sims = plain * self.weight
-        sims += self.base - along * self.inverse
+        sims += self.base
+        sims -= along * self.inverse
         if len(self.near):  # (d - m).(q - m) itself, where the difference would round
             off = q / length - self.mean
             sims[self.near] = (self.rel @ off) * self.inverse[self.near]
-        sims /= np.sqrt(apart)
+        sims *= 1 / math.sqrt(apart)
         return sims
 
 

@@ -809,7 +809,7 @@ class VectorCache:
         """The block's rows at `positions` as unit float32 rows (int8: its exact rows)."""
         if self.exact is not None and block.slots is not None:
             return self.exact.read(block.slots[positions])
-        return block.matrix[positions].astype(np.float32)
+        return block.matrix[positions].astype(np.float32, copy=False)
 
     def _current(self, block: _Block) -> bool:
         """`block` is the mirror's own (not one of a mirror since rebuilt)."""

@@ -52,6 +52,7 @@ class Signals:
 # taken directly: |d|^2 - 2 d.m + m.m loses ~3e-7 to cancellation, 6e-6 of 0.05.
 _UNIT = 1e-6
 _NEAR = 0.05
+_ON_MEAN = 1e-10  # |q - m|^2 below this: the query is the mean, with no direction about it
 
 
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
@@ -319,7 +320,7 @@ class Centre:
         length = math.sqrt(q @ q) or 1.0
         along = float(q @ self.mean) / length
         apart = 1 - 2 * along + self.reach  # |q - m|^2, q made unit
-        if apart < _NEAR**8:  # the query is the mean: no direction about it
+        if apart < _ON_MEAN:
             return np.zeros(len(plain))
         sims = plain * self.weight
         sims += self.base

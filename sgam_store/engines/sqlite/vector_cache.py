@@ -788,7 +788,7 @@ class VectorCache:
         tenant (or of a LangMem user, `tenant_at=1`) asks for them, while they fit in
         what is kept: such a search of a tenant not searched since it was written then
         finds its value. One pass at the first centered search after a build (200
-        tenants of 100 facts: ~15 ms), instead of one a tenant at its first search; a
+        tenants of 100 facts: ~20 ms), instead of one a tenant at its first search; a
         tenant written later derives it again at its next search. Tenants of more than
         _PRIME_ROWS facts are not searched centered, nor those with a fact of several
         fields (the caller reads their rows)."""

@@ -289,6 +289,5 @@ def test_the_first_centered_search_prepares_every_tenant(
 )
 def test_the_best_of_arrays_is_best_first(values: dict[int, float], n: int) -> None:
     values = dict(sorted(values.items()))  # by id, as `_centered` hands them on
-    ids = np.fromiter(values, np.int64, len(values))
     sims = np.fromiter(values.values(), np.float64, len(values))
-    assert scoring._ranked(ids, sims, n) == (scoring.best_first(values, n), values)
+    assert scoring._ranked(list(values), sims, n) == (scoring.best_first(values, n), values)

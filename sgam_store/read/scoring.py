@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
+from itertools import islice
+from operator import gt, itemgetter
 from typing import Any
 
 import numpy as np
@@ -124,24 +125,25 @@ def _centered(
     point-in-time view, an engine without a mirror)."""
     cosine, centre = found.cosine, None
     if found.mirror is not None:
-        ids = np.fromiter(cosine, np.int64, len(cosine))
-        plain = np.fromiter(cosine.values(), np.float64, len(cosine))
-        if (ids[1:] < ids[:-1]).any():  # by fact id, as the mirror keeps a tenant's
-            order = np.argsort(ids)
-            ids, plain = ids[order], plain[order]
+        if any(map(gt, cosine, islice(cosine, 1, None))):  # by id, as the mirror keeps them
+            cosine = dict(sorted(cosine.items()))
+        keys = list(cosine)
+        ids = np.fromiter(keys, np.int64, len(keys))
         centre = found.mirror.derived(ids, Centre.of)
     if centre is None:
         ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
         return best_first(ranks, n), ranks
-    return _ranked(ids, centre.cosines(plain, search.vector), n)
+    plain = np.fromiter(cosine.values(), np.float64, len(keys))
+    return _ranked(keys, centre.cosines(plain, search.vector), n)
 
 
 def _ranked(
-    ids: np.ndarray, sims: np.ndarray, n: int
+    keys: list[int], sims: np.ndarray, n: int
 ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-    """`best_first` of arrays, `ids` ascending (a stable sort keeps them in order among
-    equal values, so ties go to the smaller id), and every (id, value) as a dict."""
-    keys, values = ids.tolist(), sims.tolist()
+    """`best_first` of `keys` (ascending) and their `sims`, and every (key, value) as a
+    dict: a stable sort keeps the keys in order among equal values, so ties go to the
+    smaller id. In arrays, as few calls as can be: on a busy machine each costs more."""
+    values = sims.tolist()
     top = np.argsort(-sims, kind="stable")[:n].tolist()
     return [(keys[i], values[i]) for i in top], dict(zip(keys, values, strict=True))
 

@@ -2,7 +2,8 @@
 follow from the plain ones and the scope's `Centre`, which SQLite's vector mirror keeps
 until the scope's tenant is written. The shortcut must rank as `centered` does (the
 direct form, still used for facts of several fields and for point-in-time views); a
-kept centre must never outlive a write; an unchanged scope is not read again."""
+kept centre must never outlive a write; an unchanged scope is not read again, and a
+tenant's whole scope is ready before its first search."""
 
 from __future__ import annotations
 

@@ -308,8 +308,10 @@ class Centre:
         reach = float(wide @ wide)
         spread = squares - 2 * along + reach
         near = np.flatnonzero(spread < _NEAR)
-        rel = (rows[near] - mean).astype(np.float64)
-        spread[near] = np.einsum("ij,ij->i", rel, rel)
+        rel = np.zeros((0, rows.shape[1]))
+        if len(near):  # rare: four more calls a centre where none is near
+            rel = (rows[near] - mean).astype(np.float64)
+            spread[near] = np.einsum("ij,ij->i", rel, rel)
         spread = np.sqrt(spread)
         inverse = np.divide(1.0, spread, out=np.zeros(len(rows)), where=spread > 0)
         base = (reach - along) * inverse

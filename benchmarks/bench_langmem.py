@@ -192,13 +192,19 @@ def langmem_index(embedder: Embeddings) -> dict[str, Any]:
 
 
 def open_sgam(
-    directory: Path, embedder: Embeddings, vector_only: bool = False, pg: str | None = None
+    directory: Path,
+    embedder: Embeddings,
+    vector_only: bool = False,
+    pg: str | None = None,
+    retrieval: dict[str, Any] | None = None,
 ) -> Contender:
     """SGAMStore with LangMem's layout, as shipped (WAL, synchronous=NORMAL, mmap), or on
-    PostgreSQL when `pg` is its URI. With `vector_only`, a second handle on the same
-    database that ranks by cosine alone."""
+    PostgreSQL when `pg` is its URI; `retrieval` (`--retrieval`) over the default
+    settings. With `vector_only`, a second handle on the same database that ranks by
+    cosine alone."""
     path = directory / "sgam.db"
-    extra: dict[str, Any] = {"retrieval": {"mode": "vector"}} if vector_only else {}
+    settings = {**(retrieval or {}), **({"mode": "vector"} if vector_only else {})}
+    extra: dict[str, Any] = {"retrieval": settings} if settings else {}
     store = SGAMStore(pg or str(path), index=langmem_index(embedder), tenant_at=1, **extra)
     store.setup()
     files = [] if pg else [path]
@@ -334,8 +340,8 @@ def run(args: argparse.Namespace, samples: Samples, log: Callable[[str], None]) 
             if args.databases
             else open_sqlite(directory, embedder)
         )
-        contenders = [open_sgam(directory, embedder, pg=pg), peer]
-        variant = open_sgam(directory, embedder, vector_only=True, pg=pg)
+        contenders = [open_sgam(directory, embedder, pg=pg, retrieval=args.retrieval), peer]
+        variant = open_sgam(directory, embedder, True, pg, args.retrieval)
         sgam = contenders[0].store
         assert isinstance(sgam, SGAMStore)
         results["sgam tenant_at"] = sgam.tenant_at
@@ -514,7 +520,7 @@ def format_table(results: dict[str, Any]) -> str:
 
 def format_extras(results: dict[str, Any]) -> str:
     lines = [
-        f"SGAMStore tenant_at: {results['sgam tenant_at']}; default retrieval: "
+        f"SGAMStore tenant_at: {results['sgam tenant_at']}; retrieval: "
         f"{results['sgam retrieval config']}"
     ]
     for label, per_store in results["recall@10"].items():
@@ -536,6 +542,14 @@ def format_extras(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _settings(text: str) -> dict[str, Any]:
+    """`--retrieval`'s JSON object (argparse reports the error of anything else)."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"not a JSON object: {text}")
+    return value
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5,000 memories, fewer samples")
@@ -553,6 +567,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "against PostgresStore, on one server",
     )
     parser.add_argument("--pg-uri", help="an existing PostgreSQL server (default: embedded)")
+    parser.add_argument(
+        "--retrieval",
+        type=_settings,
+        default=None,
+        metavar="JSON",
+        help="SGAMStore's retrieval settings over its defaults, e.g. '{\"centering\": true}'",
+    )
     args = parser.parse_args(argv)
     args.size = args.size or (5_000 if args.quick else 20_000)
     if args.size <= 0 or args.size % USERS:

@@ -9,10 +9,12 @@ threshold on it. It hands on `Signals`. Nothing here writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
+from itertools import islice
+from operator import gt, itemgetter
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,14 @@ class Signals:
     units: Callable[[list[int]], np.ndarray] | None = None
 
 
+# `Centre.of`: rows whose length is 1 within this are not normalized again (float32's
+# rounding of a unit vector is ~1e-7); below _NEAR a squared distance from the mean is
+# taken directly: |d|^2 - 2 d.m + m.m loses ~3e-7 to cancellation, 6e-6 of 0.05.
+_UNIT = 1e-6
+_NEAR = 0.05
+_ON_MEAN = 1e-10  # |q - m|^2 below this: the query is the mean, with no direction about it
+
+
 def score(bounds: Bounds, search: Search, found: Found) -> Signals:
     """The stage: `found`'s candidates with the signals `search` fuses."""
     if search.vector is None:
@@ -82,10 +92,11 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     `centered` cosines; the reported scores stay the plain ones."""
     members, cosine = found.members or {}, found.cosine
     deep = contributed(search.depth, search.cfg) if search.hybrid else search.want
-    ranks = cosine  # what orders the vector ranking; `cosine` stays the reported score
     if search.hybrid and search.cfg.centering and cosine:
-        ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
-    vector = [(fid, sim, members[fid]) for fid, sim in best_first(ranks, deep)]
+        best, ranks = _centered(bounds, search, found, deep)
+    else:  # `ranks` orders the vector ranking; `cosine` stays the reported score
+        best, ranks = best_first(cosine, deep), cosine
+    vector = [(fid, sim, members[fid]) for fid, sim in best]
     if not search.hybrid:
         return Signals(vector=vector)
     keyword = found.keyword[: search.depth]
@@ -106,6 +117,39 @@ def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
         return None
     cosine = cosine_for(engine, conn, list(members), search.vector, found.scan)
     return Found(keyword=found.keyword, cosine=cosine, members=members, mirror=found.mirror)
+
+
+def _centered(
+    bounds: Bounds, search: Search, found: Found, n: int
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The `n` best facts of the scope by `centered` cosine (`best_first`), and every
+    fact's. Where the mirror holds them a row each, from the plain cosines already read
+    and the scope's `Centre`, which the mirror keeps until the scope's tenant is written
+    (`derived`); else from the rows themselves (a fact of several fields, a
+    point-in-time view, an engine without a mirror)."""
+    cosine, centre = found.cosine, None
+    if found.mirror is not None:
+        if any(map(gt, cosine, islice(cosine, 1, None))):  # by id, as the mirror keeps them
+            cosine = dict(sorted(cosine.items()))
+        keys = list(cosine)
+        ids = np.fromiter(keys, np.int64, len(keys))
+        centre = found.mirror.derived(ids, Centre.of)
+    if centre is None:
+        ranks = centered(*_vectors(bounds, found, list(cosine)), search.vector)
+        return best_first(ranks, n), ranks
+    plain = np.fromiter(cosine.values(), np.float64, len(keys))
+    return _ranked(keys, centre.cosines(plain, search.vector), n)
+
+
+def _ranked(
+    keys: list[int], sims: np.ndarray, n: int
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """`best_first` of `keys` (ascending) and their `sims`, and every (key, value) as a
+    dict: a stable sort keeps the keys in order among equal values, so ties go to the
+    smaller id. In arrays, as few calls as can be: on a busy machine each costs more."""
+    values = sims.tolist()
+    top = np.argsort(-sims, kind="stable")[:n].tolist()
+    return [(keys[i], values[i]) for i in top], dict(zip(keys, values, strict=True))
 
 
 def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -230,6 +274,80 @@ def centered(ids: np.ndarray, matrix: np.ndarray, query: bytes) -> dict[int, flo
     # Ascending, so a fact's best field is the last one written: its value in the dict.
     order = np.argsort(sims, kind="stable")
     return dict(zip(ids[order].tolist(), sims[order].tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class Centre:
+    """What a cosine about a scope's mean unit vector m needs of the scope's vectors, one
+    a fact, besides each one's plain cosine with the query.
+
+    For unit d and q, (d - m).(q - m) = d.q - d.m - q.m + m.m, and the cosine divides
+    that by |d - m| |q - m|. Given d.q, the plain cosine a small scope's search reads
+    anyway, it is `plain * weight + base - q.m * inverse`, over |q - m|: `inverse` is
+    1 / |d - m| (0 where d is the mean: no direction about it, cosine 0 as in
+    `centered`), `weight` that over |d| (the plain cosine is the stored vector's),
+    `base` (m.m - d.m) over |d - m|. So a search costs a few array operations over the
+    scope, where `centered` normalizes, averages and centers its whole matrix again.
+    Vectors close to the mean (near copies of one text) keep d - m, whose product with
+    q - m is taken directly: there the difference of nearly equal terms would round.
+    The two agree to float32's rounding, in the same order but for cosines closer than
+    that (tests/test_centering_speed.py).
+    """
+
+    mean: np.ndarray
+    reach: float  # m.m
+    weight: np.ndarray
+    base: np.ndarray
+    inverse: np.ndarray
+    near: np.ndarray  # the vectors within sqrt(_NEAR) of the mean, and each one's d - m
+    rel: np.ndarray
+
+    @classmethod
+    def of(cls, rows: np.ndarray) -> Centre:
+        """The centre of these float32 rows, one a fact, as `centered` takes it. In three
+        passes over the rows (lengths, sum, dots with the mean), where `centered` makes
+        six: rows of length 1 (as the vector mirror holds them) are not normalized again,
+        and a distance from the mean is |d|^2 - 2 d.m + m.m, taken directly only where
+        that is small (`_NEAR`), where float32's rounding would show (a vector that is
+        the mean gets exactly 0)."""
+        squares = np.einsum("ij,ij->i", rows, rows).astype(np.float64)
+        scale = np.ones(len(rows))
+        if np.abs(squares - 1).max() > _UNIT:  # a zero row, or not as the mirror holds them
+            norms = np.sqrt(squares)
+            scale = np.divide(1.0, norms, out=np.zeros(len(rows)), where=norms > 0)
+            rows, squares = rows * scale[:, None].astype(np.float32), (norms > 0) * 1.0
+        mean = np.add.reduce(rows, axis=0) / np.float32(len(rows))
+        along = np.einsum("ij,j->i", rows, mean).astype(np.float64)
+        wide = mean.astype(np.float64)
+        reach = float(wide @ wide)
+        spread = squares - 2 * along + reach
+        near = np.flatnonzero(spread < _NEAR)
+        rel = np.zeros((0, rows.shape[1]))
+        if len(near):  # rare: four more calls a centre where none is near
+            rel = (rows[near] - mean).astype(np.float64)
+            spread[near] = np.einsum("ij,ij->i", rel, rel)
+        spread = np.sqrt(spread)
+        inverse = np.divide(1.0, spread, out=np.zeros(len(rows)), where=spread > 0)
+        base = (reach - along) * inverse
+        return cls(wide, reach, scale * inverse, base, inverse, near, rel)
+
+    def cosines(self, plain: np.ndarray, query: bytes) -> np.ndarray:
+        """Each vector's cosine with `query`, both about the mean, from its `plain` cosine
+        (0 where either has no direction about the mean, as in `centered`)."""
+        q = np.frombuffer(query, np.float32).astype(np.float64)
+        length = math.sqrt(q @ q) or 1.0
+        along = float(q @ self.mean) / length
+        apart = 1 - 2 * along + self.reach  # |q - m|^2, q made unit
+        if apart < _ON_MEAN:
+            return np.zeros(len(plain))
+        sims = plain * self.weight
+        sims += self.base
+        sims -= along * self.inverse
+        if len(self.near):  # (d - m).(q - m) itself, where the difference would round
+            off = q / length - self.mean
+            sims[self.near] = (self.rel @ off) * self.inverse[self.near]
+        sims *= 1 / math.sqrt(apart)
+        return sims
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

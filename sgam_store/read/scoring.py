@@ -153,14 +153,8 @@ def _ranked(
 
 
 def _vectors(bounds: Bounds, found: Found, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(fact id of each row, its row) of every stored field vector of `fact_ids`: from
-    the in-process mirror where it answers the search, else read (`reads.vectors`)."""
-    if found.mirror is not None:
-        return found.mirror.units(fact_ids)
-    rows = bounds.engine.reads.vectors(bounds.conn, fact_ids)
-    ids = np.fromiter((fid for fid, _ in rows), np.int64, len(rows))
-    matrix = np.frombuffer(b"".join(blob for _, blob in rows), np.float32)
-    return ids, matrix.reshape(len(rows), -1)
+    """Every stored field vector of `fact_ids`, from the mirror where it answers."""
+    return vectors.stored(bounds.engine, bounds.conn, found.mirror, fact_ids)
 
 
 def _both(
@@ -264,7 +258,7 @@ def centered(ids: np.ndarray, matrix: np.ndarray, query: bytes) -> dict[int, flo
     """
     if not len(ids):
         return {}
-    matrix = _unit(matrix)
+    matrix = vectors.unit(matrix)
     mean = matrix.mean(axis=0)
     q = np.frombuffer(query, np.float32)
     q = q / (np.sqrt(q @ q) or 1.0) - mean
@@ -348,9 +342,3 @@ class Centre:
             sims[self.near] = (self.rel @ off) * self.inverse[self.near]
         sims *= 1 / math.sqrt(apart)
         return sims
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    """Each row scaled to length 1 (a zero row stays zero: it has no direction)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
-    return rows / np.where(norms > 0, norms, 1.0)

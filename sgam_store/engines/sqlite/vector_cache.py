@@ -793,6 +793,8 @@ class VectorCache:
         _PRIME_ROWS facts are not searched centered, nor those with a fact of several
         fields (the caller reads their rows)."""
         for block in list(self.numbered):
+            if self.kept_rows >= _DERIVED_ROWS:
+                break  # full: a store of a million small tenants stops here, not at the last
             live = np.flatnonzero(block.alive[: block.size])
             if not 0 < len(live) <= _PRIME_ROWS or self.kept_rows + len(live) > _DERIVED_ROWS:
                 continue

@@ -9,8 +9,11 @@ here reads the store but those hits' episodes, through the reader scoring hands 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
+from itertools import islice
+from operator import ge
 from typing import Any
 
 import numpy as np
@@ -91,22 +94,39 @@ def novel(
     `benchmarks/retrieval_hard.py` (docs/read-path.md).
     """
     head, rest = fused[:n], fused[n:]
-    if len(head) < 2 or not redundancy:
+    if not head or not redundancy:
         return fused
-    units = units_of([fid for fid, _, _ in head])
-    cosines = units @ units.T
-    scores = np.fromiter((score for _, score, _ in head), np.float64, len(head))
-    gain = (1 - redundancy) * scores / (scores[0] or 1.0)
+    top = float(head[0][1]) or 1.0
+    gain = [(1 - redundancy) * float(score) / top for _, score, _ in head]
+    # A hit's value is at most its gain: down a best-first order (fusion's), the scan
+    # of a pick stops at the first gain no better than the best value found, and the
+    # first pick is the first hit (0.06 -> 0.03 ms over 30 hits).
+    falls = all(map(ge, gain, islice(gain, 1, None)))
+    picks = min(k, len(head))
+    if picks < 2 and falls:  # a single pick moves nothing: no vector to read
+        return fused
+    cosines = _gram(units_of([fid for fid, _, _ in head]))
     closest = np.zeros(len(head))
+    left = list(range(len(head)))  # not picked yet, in the fused order
     picked: list[int] = []
-    for _ in range(min(k, len(head))):
-        value = gain - redundancy * closest
-        value[picked] = -np.inf
-        take = int(np.argmax(value))  # the first of equals: the fused order breaks ties
+    for _ in range(picks):
+        best, take = -math.inf, left[0]
+        for i in left:
+            if falls and gain[i] <= best:
+                break
+            value = gain[i] - redundancy * float(closest[i])
+            if value > best:  # the first of equals: the fused order breaks ties
+                best, take = value, i
+        left.remove(take)
         picked.append(take)
         np.maximum(closest, cosines[take], out=closest)
-    taken = set(picked)
-    return [head[i] for i in picked] + [h for i, h in enumerate(head) if i not in taken] + rest
+    return [head[i] for i in picked] + [head[i] for i in left] + rest
+
+
+def _gram(units: np.ndarray) -> np.ndarray:
+    """Every pair's cosine of unit rows, as one product: numpy hands `a @ a.T` to BLAS's
+    symmetric kernel, whose float32 sums a row at a time would not repeat bit for bit."""
+    return units @ units.T
 
 
 def spread(

@@ -99,30 +99,49 @@ def novel(
     gain = [(1 - redundancy) * float(score) / top for _, score, _ in head]
     # Plain Python over the head, one numpy call a pick (its row of cosines): in a
     # search, with the caches cold, each numpy call on a 30-element array cost ~3-5 us.
-    # A hit's value is at most its gain, so down a best-first order (fusion's) the scan
-    # of a pick stops at the first gain no better than the best value found, and the
+    # A hit's value is at most its gain, so down a best-first order (fusion's) the
     # first pick is the first hit.
     falls = all(map(ge, gain, islice(gain, 1, None)))
     picks = min(k, len(head))
     if picks < 2 and falls:  # a single pick moves nothing: no vector to read
         return fused
     cosines = _gram(units_of([fid for fid, _, _ in head]))
-    closest = [0.0] * len(head)
-    left = list(range(len(head)))  # not picked yet, in the fused order
+    picked = _picks(gain, cosines, picks, redundancy, falls)
+    taken = set(picked)
+    return [head[i] for i in picked] + [h for i, h in enumerate(head) if i not in taken] + rest
+
+
+def _picks(
+    gain: list[float], cosines: np.ndarray, picks: int, redundancy: float, falls: bool
+) -> list[int]:
+    """`novel`'s picks, by position in the head: each the first hit left of the best
+    gain less redundancy x its closest cosine with a hit picked (none below 0). `falls`:
+    the gains never rise down the head, so a scan stops at one no better than the best
+    value found. A hit's closest cosine takes in the picks' rows only when a scan
+    reaches it (~18 hits weighed over a page's 10 picks, not 300)."""
+    rows: list[list[float]] = []  # each pick's cosines with the head, in pick order
+    closest = [0.0] * len(gain)
+    met = [0] * len(gain)  # how many of `rows` each hit's `closest` has taken in
+    left = list(range(len(gain)))  # not picked yet, in the head's order
     picked: list[int] = []
     for _ in range(picks):
         best, take = -math.inf, left[0]
         for i in left:
             if falls and gain[i] <= best:
                 break
-            value = gain[i] - redundancy * closest[i]
-            if value > best:  # the first of equals: the fused order breaks ties
+            near = closest[i]
+            for row in rows[met[i] :]:
+                if row[i] > near:
+                    near = row[i]
+            closest[i], met[i] = near, len(rows)
+            value = gain[i] - redundancy * near
+            if value > best:  # the first of equals: the head's order breaks ties
                 best, take = value, i
         left.remove(take)
         picked.append(take)
-        row = cosines[take].tolist()
-        closest = [c if c >= x else x for c, x in zip(closest, row, strict=True)]
-    return [head[i] for i in picked] + [head[i] for i in left] + rest
+        if len(picked) < picks:
+            rows.append(cosines[take].tolist())
+    return picked
 
 
 def _gram(units: np.ndarray) -> np.ndarray:

@@ -24,7 +24,8 @@ def reference(fused: list, units: np.ndarray, n: int, k: int, redundancy: float)
         return fused
     cosines = units @ units.T
     scores = np.array([score for _, score, _ in head], np.float64)
-    gain = (1 - redundancy) * scores / (scores[0] or 1.0)
+    with np.errstate(over="ignore"):  # a subnormal best score: gains of inf, as in Python
+        gain = (1 - redundancy) * scores / (scores[0] or 1.0)
     closest = np.zeros(len(head))
     picked: list[int] = []
     for _ in range(min(k, len(head))):

@@ -22,7 +22,8 @@ from sgam_store.read.scoring import Signals
 
 
 def fused(search: Search, signals: Signals) -> Ranked:
-    """The stage: `signals` in one order, best first."""
+    """The stage: `signals` in one order, best first; in hybrid search its first
+    `search.want` hits alone, all that a page (and `explain`) reads of it."""
     if signals.keyword_only:
         return signals.keyword
     if not search.hybrid:
@@ -38,6 +39,7 @@ def fused(search: Search, signals: Signals) -> Ranked:
         spread_over,
         signals.first,
         novel_of,
+        search.want,
     )
 
 
@@ -50,6 +52,7 @@ def fuse(
     spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
     first: set[int] | None = None,
     novel_of: tuple[Callable[[list[int]], np.ndarray], int, int] | None = None,
+    keep: int | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale. `window` (the
     candidates in the time the query names, all tied) is a third signal of weight
@@ -58,7 +61,8 @@ def fuse(
     pick) where the search weighs redundancy (`novel`); `spread_over`
     (a reader of source episodes by row id, and how many of the first hits to spread)
     where the search diversifies (`spread`); `first`, the hits of the subjects the query
-    names, ranked before the rest, each part in its order."""
+    names, ranked before the rest, each part in its order. `keep`: the first `keep` hits
+    alone (`similarity_scores`), else all."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     timed = [(cfg.time_weight, window)] if window else []
     if cfg.fusion == "rrf":
@@ -71,7 +75,7 @@ def fuse(
         fused = spread(fused, *spread_over, cfg.diversity)
     if first:
         fused = [h for h in fused if h[0] in first] + [h for h in fused if h[0] not in first]
-    return similarity_scores(fused, cosine, keyword)
+    return similarity_scores(fused, cosine, keyword, keep)
 
 
 def novel(
@@ -285,7 +289,10 @@ def _add(
 
 
 def similarity_scores(
-    fused: list[tuple[int, float, Any]], cosine: dict[int, float], keyword: Ranked
+    fused: list[tuple[int, float, Any]],
+    cosine: dict[int, float],
+    keyword: Ranked,
+    keep: int | None = None,
 ) -> Ranked:
     """The fused order, scored on the cosine-similarity scale, never rising down the list.
 
@@ -295,12 +302,19 @@ def similarity_scores(
     order agrees with similarity (always, for one result), otherwise that of the more
     similar hit it outranks. A hit without vectors takes the score above it. With no
     vectors among the candidates the order is the keyword one, scored as in keyword mode.
+    `keep`: only the first `keep` hits are scored and returned (the rest give their best
+    cosine alone: a user's page of 10 of ~120 candidates), else all.
     """
     if not any(fid in cosine for fid, _, _ in fused):
         return keyword
-    scores: list[float | None] = []
+    head = fused if keep is None else fused[:keep]
     best: float | None = None
-    for fid, _, _ in reversed(fused):
+    for position in range(len(fused) - 1, len(head) - 1, -1):  # the rest, bottom up
+        value = cosine.get(fused[position][0])
+        if value is not None and (best is None or value > best):
+            best = value
+    scores: list[float | None] = []
+    for fid, _, _ in reversed(head):
         value = cosine.get(fid)
         if value is not None and (best is None or value > best):
             best = value
@@ -309,4 +323,4 @@ def similarity_scores(
     for i in range(1, len(scores)):
         if scores[i] is None:
             scores[i] = scores[i - 1]
-    return [(fid, score, row) for (fid, _, row), score in zip(fused, scores, strict=True)]
+    return [(fid, score, row) for (fid, _, row), score in zip(head, scores, strict=True)]

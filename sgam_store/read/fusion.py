@@ -9,8 +9,10 @@ here reads the store but those hits' episodes, through the reader scoring hands 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from functools import partial
+from itertools import islice
+from operator import ge
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,8 @@ from sgam_store.read.scoring import Signals
 
 
 def fused(search: Search, signals: Signals) -> Ranked:
-    """The stage: `signals` in one order, best first."""
+    """The stage: `signals` in one order, best first; in hybrid search its first
+    `search.want` hits alone, all that a page (and `explain`) reads of it."""
     if signals.keyword_only:
         return signals.keyword
     if not search.hybrid:
@@ -36,6 +39,7 @@ def fused(search: Search, signals: Signals) -> Ranked:
         spread_over,
         signals.first,
         novel_of,
+        search.want,
     )
 
 
@@ -48,6 +52,7 @@ def fuse(
     spread_over: tuple[Callable[[list[int]], dict[int, str]], int] | None = None,
     first: set[int] | None = None,
     novel_of: tuple[Callable[[list[int]], np.ndarray], int, int] | None = None,
+    keep: int | None = None,
 ) -> Ranked:
     """The configured fusion of both rankings, scored on the cosine scale. `window` (the
     candidates in the time the query names, all tied) is a third signal of weight
@@ -56,7 +61,8 @@ def fuse(
     pick) where the search weighs redundancy (`novel`); `spread_over`
     (a reader of source episodes by row id, and how many of the first hits to spread)
     where the search diversifies (`spread`); `first`, the hits of the subjects the query
-    names, ranked before the rest, each part in its order."""
+    names, ranked before the rest, each part in its order. `keep`: the first `keep` hits
+    alone (`similarity_scores`), else all."""
     signals = [(cfg.vector_weight, vector), (cfg.keyword_weight, keyword)]
     timed = [(cfg.time_weight, window)] if window else []
     if cfg.fusion == "rrf":
@@ -69,7 +75,7 @@ def fuse(
         fused = spread(fused, *spread_over, cfg.diversity)
     if first:
         fused = [h for h in fused if h[0] in first] + [h for h in fused if h[0] not in first]
-    return similarity_scores(fused, cosine, keyword)
+    return similarity_scores(fused, cosine, keyword, keep)
 
 
 def novel(
@@ -91,22 +97,61 @@ def novel(
     `benchmarks/retrieval_hard.py` (docs/read-path.md).
     """
     head, rest = fused[:n], fused[n:]
-    if len(head) < 2 or not redundancy:
+    if not head or not redundancy:
         return fused
-    units = units_of([fid for fid, _, _ in head])
-    cosines = units @ units.T
-    scores = np.fromiter((score for _, score, _ in head), np.float64, len(head))
-    gain = (1 - redundancy) * scores / (scores[0] or 1.0)
-    closest = np.zeros(len(head))
-    picked: list[int] = []
-    for _ in range(min(k, len(head))):
-        value = gain - redundancy * closest
-        value[picked] = -np.inf
-        take = int(np.argmax(value))  # the first of equals: the fused order breaks ties
-        picked.append(take)
-        np.maximum(closest, cosines[take], out=closest)
+    top = float(head[0][1]) or 1.0
+    gain = [(1 - redundancy) * float(score) / top for _, score, _ in head]
+    # Plain Python over the head, one numpy call a pick (its row of cosines): in a
+    # search, with the caches cold, each numpy call on a 30-element array cost ~3-5 us.
+    # A hit's value is at most its gain, so down a best-first order (fusion's) the
+    # first pick is the first hit.
+    falls = all(map(ge, gain, islice(gain, 1, None)))
+    picks = min(k, len(head))
+    if picks < 2 and falls:  # a single pick moves nothing: no vector to read
+        return fused
+    cosines = _gram(units_of([fid for fid, _, _ in head]))
+    picked = _picks(gain, cosines, picks, redundancy, falls)
     taken = set(picked)
     return [head[i] for i in picked] + [h for i, h in enumerate(head) if i not in taken] + rest
+
+
+def _picks(
+    gain: list[float], cosines: np.ndarray, picks: int, redundancy: float, falls: bool
+) -> list[int]:
+    """`novel`'s picks, by position in the head: each the first hit left of the best
+    gain less redundancy x its closest cosine with a hit picked (none below 0). `falls`:
+    the gains never rise down the head, so a scan stops at one no better than the best
+    value found. A hit's closest cosine takes in the picks' rows only when a scan
+    reaches it (~18 hits weighed over a page's 10 picks, not 300)."""
+    rows: list[list[float]] = []  # each pick's cosines with the head, in pick order
+    closest = [0.0] * len(gain)
+    met = [0] * len(gain)  # how many of `rows` each hit's `closest` has taken in
+    left = list(range(len(gain)))  # not picked yet, in the head's order
+    picked: list[int] = []
+    for _ in range(picks):
+        best, take = -math.inf, left[0]
+        for i in left:
+            if falls and gain[i] <= best:
+                break
+            near = closest[i]
+            for row in rows[met[i] :]:
+                if row[i] > near:
+                    near = row[i]
+            closest[i], met[i] = near, len(rows)
+            value = gain[i] - redundancy * near
+            if value > best:  # the first of equals: the head's order breaks ties
+                best, take = value, i
+        left.remove(take)
+        picked.append(take)
+        if len(picked) < picks:
+            rows.append(cosines[take].tolist())
+    return picked
+
+
+def _gram(units: np.ndarray) -> np.ndarray:
+    """Every pair's cosine of unit rows, as one product: numpy hands `a @ a.T` to BLAS's
+    symmetric kernel, whose float32 sums a row at a time would not repeat bit for bit."""
+    return units @ units.T
 
 
 def spread(
@@ -178,17 +223,6 @@ def fuse_rrf(weighted: list[tuple[float, Ranked]], rrf_k: int) -> list[tuple[int
     return [(fid, fused[fid] / ceiling, rows[fid]) for fid in best]
 
 
-def _min_max(scores: dict[int, float]) -> dict[int, float]:
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    return {fid: (v - low) / span if span else 1.0 for fid, v in scores.items()}
-
-
-def _floored(scores: dict[int, float], floor: float) -> dict[int, float]:
-    """Min-max into [floor, 1]: every match keeps a part above a non-match's 0."""
-    return {fid: floor + (1 - floor) * v for fid, v in _min_max(scores).items()}
-
-
 def fuse_relative(
     vector: tuple[float, Ranked],
     keyword: tuple[float, Ranked],
@@ -205,27 +239,60 @@ def fuse_relative(
     one that also matches the words ranks first. A candidate missing from
     a ranking gets 0 for that signal. The score is the fused one, in [0, 1], so it
     falls with rank. `more` are further signals, min-max normalized like the vectors.
+
+    The vectors' sums start in one comprehension and the sort is keyed by a list, not a
+    lambda: the same sums and order, a user's ~120 candidates ~76 -> ~60 us.
     """
     fused: dict[int, float] = {}
     rows: dict[int, Any] = {}
     total = vector[0] + keyword[0] + sum(weight for weight, _ in more) or 1.0
-    for (weight, ranked), normalize in (
-        (vector, _min_max),
-        (keyword, partial(_floored, floor=floor)),
-        *((signal, _min_max) for signal in more),
-    ):
+    for (weight, ranked), floored in ((vector, None), (keyword, floor), *((s, None) for s in more)):
         if not ranked:
             continue
-        for fact_id, norm in normalize({fid: score for fid, score, _ in ranked}).items():
-            fused[fact_id] = fused.get(fact_id, 0.0) + weight * norm / total
-        for fact_id, _, row in ranked:
-            rows.setdefault(fact_id, row)
-    best = sorted(fused, key=lambda fid: -fused[fid])
-    return [(fid, fused[fid], rows[fid]) for fid in best]
+        scores = {fid: score for fid, score, _ in ranked}
+        low, high = min(scores.values()), max(scores.values())
+        span = high - low
+        if fused or floored is not None:
+            _add(fused, scores, weight, total, low, span, floored)
+            rows.update({fid: row for fid, _, row in reversed(ranked) if fid not in rows})
+        else:  # the first signal: each candidate's sum starts at 0.0
+            fused = {
+                fid: 0.0 + weight * ((v - low) / span if span else 1.0) / total
+                for fid, v in scores.items()
+            }
+            rows = {fid: row for fid, _, row in reversed(ranked)}  # each fact's first
+    ids, sums = list(fused), list(fused.values())
+    keys = [-value for value in sums]  # stable: equal sums keep the signals' order
+    best = sorted(range(len(ids)), key=keys.__getitem__)
+    return [(ids[i], sums[i], rows[ids[i]]) for i in best]
+
+
+def _add(
+    fused: dict[int, float],
+    scores: dict[int, float],
+    weight: float,
+    total: float,
+    low: float,
+    span: float,
+    floor: float | None,
+) -> None:
+    """Add a signal's share to each candidate's sum: its score min-max normalized into
+    [0, 1], or with a `floor` into [floor, 1] (every match keeps a part above a
+    non-match's 0), times its weight over the weights' `total`."""
+    get = fused.get
+    rise = 1 - floor if floor is not None else 1.0
+    for fid, v in scores.items():
+        norm = (v - low) / span if span else 1.0
+        if floor is not None:
+            norm = floor + rise * norm
+        fused[fid] = get(fid, 0.0) + weight * norm / total
 
 
 def similarity_scores(
-    fused: list[tuple[int, float, Any]], cosine: dict[int, float], keyword: Ranked
+    fused: list[tuple[int, float, Any]],
+    cosine: dict[int, float],
+    keyword: Ranked,
+    keep: int | None = None,
 ) -> Ranked:
     """The fused order, scored on the cosine-similarity scale, never rising down the list.
 
@@ -235,12 +302,19 @@ def similarity_scores(
     order agrees with similarity (always, for one result), otherwise that of the more
     similar hit it outranks. A hit without vectors takes the score above it. With no
     vectors among the candidates the order is the keyword one, scored as in keyword mode.
+    `keep`: only the first `keep` hits are scored and returned (the rest give their best
+    cosine alone: a user's page of 10 of ~120 candidates), else all.
     """
     if not any(fid in cosine for fid, _, _ in fused):
         return keyword
-    scores: list[float | None] = []
+    head = fused if keep is None else fused[:keep]
     best: float | None = None
-    for fid, _, _ in reversed(fused):
+    for position in range(len(fused) - 1, len(head) - 1, -1):  # the rest, bottom up
+        value = cosine.get(fused[position][0])
+        if value is not None and (best is None or value > best):
+            best = value
+    scores: list[float | None] = []
+    for fid, _, _ in reversed(head):
         value = cosine.get(fid)
         if value is not None and (best is None or value > best):
             best = value
@@ -249,4 +323,4 @@ def similarity_scores(
     for i in range(1, len(scores)):
         if scores[i] is None:
             scores[i] = scores[i - 1]
-    return [(fid, score, row) for (fid, _, row), score in zip(fused, scores, strict=True)]
+    return [(fid, score, row) for (fid, _, row), score in zip(head, scores, strict=True)]

@@ -3,7 +3,7 @@
 
 Vectors are placed by hand (a stand-in for a model): three keys hold the same small talk,
 nearest the question; a second answer is a little less near and points elsewhere. At 0
-the copies fill the page; by default the second answer comes second. Real stores on both
+(the default) the copies fill the page; at 0.2 the second answer comes second. Real stores on both
 engines; scores never rise down the page; pages agree with one longer page; a setting
 out of [0, 1) is refused."""
 
@@ -66,15 +66,17 @@ def _page(target: str, limit: int = 3, offset: int = 0, **retrieval: object) -> 
 def test_copies_give_way_to_a_second_answer(chat: str) -> None:
     plain = [key for key, _ in _page(chat, redundancy=0)]
     assert plain == ["a1", "a2", "a3"]  # the fused order: the copies fill the page
-    novel_page = _page(chat)  # redundancy=0.2, the default
+    assert _page(chat) == _page(chat, redundancy=0)  # off by default
+    novel_page = _page(chat, redundancy=0.2)
     assert novel_page[0][0] == "a1" and novel_page[1][0] == "b"
     scores = [score for _, score in novel_page]
     assert scores == sorted(scores, reverse=True)
 
 
 def test_pages_agree_with_one_longer_page(chat: str) -> None:
-    whole = [key for key, _ in _page(chat, limit=4)]
-    pages = [key for key, _ in _page(chat, limit=2) + _page(chat, limit=2, offset=2)]
+    whole = [key for key, _ in _page(chat, limit=4, redundancy=0.2)]
+    pages = _page(chat, limit=2, redundancy=0.2) + _page(chat, limit=2, offset=2, redundancy=0.2)
+    pages = [key for key, _ in pages]
     assert pages == whole and len(set(whole)) == 4
 
 

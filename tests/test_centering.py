@@ -84,8 +84,11 @@ def test_centering_ranks_the_answer_above_small_talk(chat: str, prefix: tuple) -
     assert spread[0][1] == pytest.approx(max(score for _, score in plain), abs=1e-6)
 
 
-def test_centering_is_the_default(chat: str) -> None:
-    assert _hits(chat) == _hits(chat, centering=True) != _hits(chat, centering=False)
+def test_the_engine_chooses_by_default(chat: str, engine: str) -> None:
+    """On SQLite (vectors in process) a search centers unless told not to; on PostgreSQL
+    (vectors in the server) it does not unless told to."""
+    chosen = engine == "sqlite"
+    assert _hits(chat) == _hits(chat, centering=chosen) != _hits(chat, centering=not chosen)
 
 
 def test_centered_cosines_take_each_facts_best_field() -> None:
@@ -96,9 +99,9 @@ def test_centered_cosines_take_each_facts_best_field() -> None:
     assert all(-1 - 1e-6 <= s <= 1 + 1e-6 and math.isfinite(s) for s in sims.values())
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, None])
+@pytest.mark.parametrize("bad", ["yes", 1, 0.0])
 def test_a_centering_that_is_not_a_bool_is_refused(bad: object) -> None:
-    with pytest.raises(ConfigurationError, match="centering must be True or False"):
+    with pytest.raises(ConfigurationError, match="centering must be True, False or None"):
         SGAMStore(":memory:", retrieval={"centering": bad})
 
 

@@ -82,10 +82,12 @@ class RetrievalConfig:
     closest hit above it, so near-copies of a hit (small talk said every day, a fact
     repeated) stop filling the page and the second conversation's evidence gets in.
     Opt-in: 0.2 lifts spread questions, and costs a user's search about a fifth.
-    `centering` (default True) ranks a hybrid search's candidates by cosine taken about
-    the scope's mean vector (`scoring.centered`), so turns that resemble the whole
-    conversation (small talk, a speaker's name) stop outranking the ones that answer;
-    in a scope of at most 2,000 facts (`scope.SMALL_SCOPE_MAX`), else it is ignored.
+    `centering` ranks a hybrid search's candidates by cosine taken about the scope's
+    mean vector (`scoring.centered`), so turns that resemble the whole conversation
+    (small talk, a speaker's name) stop outranking the ones that answer; in a scope of
+    at most 2,000 facts (`scope.SMALL_SCOPE_MAX`), else it is ignored. None (default):
+    the engine's choice, on for SQLite (the vectors are in process) and off for
+    PostgreSQL (they would cross the wire each search); True or False says.
     """
 
     mode: str = "hybrid"
@@ -102,7 +104,7 @@ class RetrievalConfig:
     time_weight: float = 1.0
     diversity: float = 0.0
     named_subjects: bool = False
-    centering: bool = True
+    centering: bool | None = None
     redundancy: float = 0.0
 
     @classmethod
@@ -153,8 +155,8 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"named_subjects must be True or False: {self.named_subjects!r}"
             )
-        if not isinstance(self.centering, bool):
-            raise ConfigurationError(f"centering must be True or False: {self.centering!r}")
+        if self.centering is not None and not isinstance(self.centering, bool):
+            raise ConfigurationError(f"centering must be True, False or None: {self.centering!r}")
 
     def _check_fusion_numbers(self) -> None:
         """Weights and depths that rank at all: a negative or NaN weight would turn a

@@ -68,7 +68,7 @@ def score(bounds: Bounds, search: Search, found: Found) -> Signals:
         return _small(bounds, search, found)
     if not search.hybrid:
         return Signals(vector=found.vector or [])
-    if search.cfg.centering and (whole := _whole(bounds, search, found)) is not None:
+    if centers(bounds, search) and (whole := _whole(bounds, search, found)) is not None:
         return _small(bounds, search, whole)
     vector = (found.vector or [])[: contributed(search.depth, search.cfg)]
     cosine = {fid: sim for fid, sim, _ in vector}
@@ -92,7 +92,7 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     `centered` cosines; the reported scores stay the plain ones."""
     members, cosine = found.members or {}, found.cosine
     deep = contributed(search.depth, search.cfg) if search.hybrid else search.want
-    if search.hybrid and search.cfg.centering and cosine:
+    if search.hybrid and centers(bounds, search) and cosine:
         best, ranks = _centered(bounds, search, found, deep)
     else:  # `ranks` orders the vector ranking; `cosine` stays the reported score
         best, ranks = best_first(cosine, deep), cosine
@@ -105,6 +105,13 @@ def _small(bounds: Bounds, search: Search, found: Found) -> Signals:
     if extra:  # else already in this order (a stable sort would keep it)
         vector = sorted(vector + extra, key=lambda t: -t[1])
     return _both(bounds, search, found, vector, keyword, cosine)
+
+
+def centers(bounds: Bounds, search: Search) -> bool:
+    """Whether `search` centers its cosines: as its config says, else as its engine
+    chooses (`centers_by_default`: where a scope's vectors are read in process)."""
+    chosen = search.cfg.centering
+    return bounds.engine.centers_by_default if chosen is None else chosen
 
 
 def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:

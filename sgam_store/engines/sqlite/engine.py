@@ -46,6 +46,10 @@ class _Threads(threading.local):
 class SQLiteEngine(StatementSets, package=__package__):
     """A database file (or ':memory:', or a connection the caller opened) ready for SGAM."""
 
+    # A small scope's vectors are in process (the mirror, or a local file): centering a
+    # search costs a few array operations, so it is on unless the config says otherwise.
+    centers_by_default = True
+
     def __init__(
         self,
         target: str | Any,

@@ -100,12 +100,18 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     mode = search.cfg.time_window
     if mode == "off":
         return signals
-    windows, anchor = _dated(bounds, search), None
+    windows, event = _dated(bounds, search), None
     if not windows and search.hybrid and not signals.keyword_only:
-        windows, anchor = anchored(bounds, search, signals)
-    if not windows:
+        event = anchored(bounds, search, signals)
+    if not windows and event is None:
         return signals
-    inside = _inside(bounds, signals, windows) - {anchor}
+    spans = _spans(bounds, signals)
+    anchor = None
+    if event is not None:  # the event's memory is a candidate: its interval is in `spans`
+        anchor, after = event
+        windows, anchor = _around(spans[anchor][0], anchor, after)
+    inside = {fid for fid, (start, end) in spans.items()
+              if any(w.holds(start, end) for w in windows)} - {anchor}  # fmt: skip
     if inside == {fid for fid, _, _ in signals.vector + signals.keyword}:
         return signals  # a window holding every candidate ranks none above another
     if mode == "filter":
@@ -135,12 +141,10 @@ def _dated(bounds: Bounds, search: Search) -> tuple[Window, ...]:
                                for w in resolve(part, at, langs)))  # fmt: skip
 
 
-def anchored(
-    bounds: Bounds, search: Search, signals: Signals
-) -> tuple[tuple[Window, ...], int | None]:
-    """The window before or after the event a query places its answer by ("where did Rosa
-    live before relocating to Seville?"), and the event's memory where the window leaves
-    it out; else no window.
+def anchored(bounds: Bounds, search: Search, signals: Signals) -> tuple[int, bool] | None:
+    """The event a query places its answer before or after ("where did Rosa live before
+    relocating to Seville?"): its memory (the anchor) and whether the answer comes after
+    it; else None. `_around` makes its window.
 
     The event is a memory of the store, not a date. Its memory (the anchor) is the hybrid
     candidate whose keyword row holds the largest share of the clause's terms ("relocat",
@@ -152,7 +156,7 @@ def anchored(
     """
     found = relation(search.text, languages(bounds, search))
     if found is None:
-        return (), None
+        return None
     after, clause = found
     engine, conn = bounds.engine, bounds.conn
     terms = engine.reads.keyword_terms(conn, clause)
@@ -160,12 +164,18 @@ def anchored(
     share = engine.reads.keyword_coverage(conn, terms, list(rows)) if terms else {}
     best = max(share.values(), default=0.0)
     if best <= 0:
-        return (), None
+        return None
     cosine = signals.cosine
     anchor = max((fid for fid, held in share.items() if held == best),
                  key=lambda fid: (cosine.get(fid, -1.0), -fid))  # fmt: skip
-    start, _ = engine.reads.intervals_by_id(conn, [rows[anchor]])[rows[anchor]]
-    if after:  # the answer may be in the event's own memory ("hurts since I fell")
+    return anchor, after
+
+
+def _around(start: str, anchor: int, after: bool) -> tuple[tuple[Window, ...], int | None]:
+    """The window of an event whose memory became valid at `start`, and the memory it
+    leaves out: before it, the anchor is the event, not the answer; after it, the event's
+    own memory may say what followed ("hurts since I fell"), so none is left out."""
+    if after:
         return (Window(start, FAR_END),), None
     return (Window(FAR_START, start),), anchor
 
@@ -196,15 +206,12 @@ def promoted(ranked: Ranked, inside: set[int], lower: bool) -> Ranked:
     return [(fid, score, row) for (fid, _, row), score in zip(order, scores, strict=True)]
 
 
-def _inside(bounds: Bounds, signals: Signals, windows: tuple[Window, ...]) -> set[int]:
-    """The candidates valid in one of `windows` (their visible versions' intervals)."""
+def _spans(bounds: Bounds, signals: Signals) -> dict[int, tuple[str, str | None]]:
+    """Each candidate's visible version's interval of valid time, by fact id: one
+    statement, which both a window's members and an event's start are read from."""
     rows = {row: fid for fid, _, row in signals.vector + signals.keyword}
     found = bounds.engine.reads.intervals_by_id(bounds.conn, list(rows))
-    return {
-        rows[row]
-        for row, (start, end) in found.items()
-        if any(w.holds(start, end) for w in windows)
-    }
+    return {rows[row]: span for row, span in found.items()}
 
 
 def reference(search: Search) -> datetime:

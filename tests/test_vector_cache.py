@@ -318,3 +318,31 @@ def test_a_tenant_listing_walks_its_recent_index_without_sorting(db_path: str) -
         plan = " ".join(row[3] for row in store.conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "facts_current_recent" in plan and "TEMP B-TREE" not in plan, plan
     store.close()
+
+
+@pytest.mark.parametrize("centering", [False, True])
+def test_hybrid_search_of_several_fields_matches_vec0(db_path: str, centering: bool) -> None:
+    """A hybrid search takes its keyword hits' cosines (and a small whole tenant's every
+    cosine) from the mirror's scan, each fact by its best field: as vec0's rows give
+    them, across tenants and within one."""
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text", "title"]}
+    retrieval = {"centering": centering}
+    cached = SGAMStore(db_path, index=index, retrieval=retrieval)
+    direct = SGAMStore(db_path, index=index, retrieval=retrieval, vector_cache=False)
+    rng = random.Random(3)
+    try:
+        cached.setup()
+        for i in range(90):
+            value = {"text": " ".join([*rng.sample(WORDS, 3), f"item{i}"])}
+            if i % 3:
+                value["title"] = " ".join(rng.sample(WORDS, 2))
+            cached.put((f"t{i % 3}", f"s{i % 5}"), f"k{i}", value)
+        for query in ("passport visa", "piano garden hotel", "budget item7"):
+            for prefix in ((), ("t1",), ("t2", "s3")):
+                got = cached.search(prefix, query=query, limit=40)
+                want = direct.search(prefix, query=query, limit=40)
+                assert _keys(got) == _keys(want)
+                assert [i.score for i in got] == pytest.approx([i.score for i in want], abs=1e-6)
+    finally:
+        cached.close()
+        direct.close()

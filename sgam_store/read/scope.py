@@ -56,6 +56,7 @@ class Bounds:
     and prefix as `narrow` gives them. `small` holds the facts of a small scope (a
     `ScopeSignals`, or where the engine's `scope_scored` read them, its answer with both
     signals), else None; `terms` the hybrid query's pruned terms where they were read.
+    `large`: the stage counted more than SMALL_SCOPE_MAX facts in a deeper prefix.
     """
 
     engine: Any
@@ -66,6 +67,7 @@ class Bounds:
     small: Any | None = None
     terms: list[str] | None = None
     named: list[tuple[str, ...]] | None = None
+    large: bool = False
 
 
 def bounds(engine: Any, conn: Any, search: Search, stats: TermStats) -> Bounds:
@@ -94,12 +96,12 @@ def _bounds(engine: Any, conn: Any, search: Search, stats: TermStats) -> Bounds:
     if step is None:
         members = engine.reads.in_scope(conn, *found.where, SMALL_SCOPE_MAX + 1)
         if len(members) > SMALL_SCOPE_MAX:
-            return found
+            return replace(found, large=True)
         return replace(found, small=ScopeSignals(members))
     terms = pruned_terms(engine, conn, search.text, stats) if search.cfg.mode == "hybrid" else None
     query = engine.reads.keyword_query(conn, terms or [], found.tenant)
     small = step(conn, *found.where, SMALL_SCOPE_MAX, query, search.vector)
-    return replace(found, small=small, terms=terms)
+    return replace(found, small=small, terms=terms, large=small is None)
 
 
 def plain(engine: Any, conn: Any, scope: Scope, op: SearchOp) -> Bounds:

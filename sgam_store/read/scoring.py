@@ -117,13 +117,27 @@ def centers(bounds: Bounds, search: Search) -> bool:
 def _whole(bounds: Bounds, search: Search, found: Found) -> Found | None:
     """A tenant-wide scope's facts with their cosines, as a small scope's are, so that
     `centering` can take their mean: where it holds at most SMALL_SCOPE_MAX facts (a
-    user's tenant of subjects, one per speaker); None above that (ranked plainly)."""
+    user's tenant of subjects, one per speaker); None above that (ranked plainly).
+    Where the scope stage or the vector mirror already counted more, nothing is read:
+    a tenant of 5,000 facts read 2,001 rows a search to learn it (0.9 ms)."""
+    if bounds.large or _outgrown(bounds, found):
+        return None
     engine, conn = bounds.engine, bounds.conn
     members = engine.reads.in_scope(conn, *bounds.where, SMALL_SCOPE_MAX + 1)
     if len(members) > SMALL_SCOPE_MAX:
         return None
     cosine = cosine_for(engine, conn, list(members), search.vector, found.scan)
     return Found(keyword=found.keyword, cosine=cosine, members=members, mirror=found.mirror)
+
+
+def _outgrown(bounds: Bounds, found: Found) -> bool:
+    """Whether the mirror holds more than SMALL_SCOPE_MAX facts of a whole tenant searched
+    unfiltered: the scope's facts with vectors are the tenant's current ones it holds
+    (it answers current searches only: `found.mirror`)."""
+    _, _, tenant, prefix, filter_ = bounds.where
+    if found.mirror is None or tenant is None or prefix or filter_:
+        return False
+    return found.mirror.facts(tenant) > SMALL_SCOPE_MAX
 
 
 def _centered(

@@ -245,6 +245,7 @@ class _Block:
         self.size = 0
         self.dead = 0
         self.version = 0  # moves on every change of the rows: what was derived from them ages
+        self._facts = (-1, 0)  # (version, live facts) as `facts` last counted them
 
     def append(self, fact_ids: np.ndarray, rows: _Rows) -> int:
         """Add rows at the end; the position of the first."""
@@ -288,6 +289,14 @@ class _Block:
         self.matrix[dead] = 0
         if self.scale is not None:
             self.scale[dead] = 0
+
+    def facts(self) -> int:
+        """Live facts held (a fact's rows are one run), counted once a version."""
+        if self._facts[0] != self.version:
+            ids = self.fact_ids[: self.size][self.alive[: self.size]]
+            heads = int(np.count_nonzero(ids[1:] != ids[:-1])) + bool(len(ids))
+            self._facts = (self.version, heads)
+        return self._facts[1]
 
     @property
     def sparse(self) -> bool:
@@ -446,12 +455,31 @@ class Scan:
         """Best-field cosine similarity for the given facts (those the cache holds)."""
         if self.exact is not None:
             return self.cache.cosines(self.query, fact_ids, self.exact)
-        out: dict[int, float] = {}
-        for fact_id, number, first, count in self.cache.where.find(fact_ids):
+        held, numbers, firsts, counts = self.cache.where.located(fact_ids)
+        best = np.full(len(held), np.nan)  # in `fact_ids`' order, as the caller's hits
+        for number in np.unique(numbers).tolist():
             sims = self.sims.get(self.cache.numbered[number].tenant)
-            if sims is not None:  # keyword hits come from the scanned scope: always
-                out[fact_id] = float(sims[first : first + count].max())
-        return out
+            if sims is None:  # keyword hits come from the scanned scope: never
+                continue
+            mine = numbers == number
+            positions, starts = _runs(firsts[mine], counts[mine])
+            best[mine] = _best_rows(sims[positions], starts)
+        found = ~np.isnan(best)
+        return dict(zip(held[found].tolist(), best[found].tolist(), strict=True))
+
+
+def _runs(firsts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(every row of these facts' runs, where each fact's rows begin among them): a fact's
+    rows are `counts` rows from `firsts` in its block."""
+    first, count = firsts.astype(np.int64), counts.astype(np.int64)
+    starts = np.cumsum(count) - count
+    return np.repeat(first - starts, count) + np.arange(int(count.sum())), starts
+
+
+def _best_rows(sims: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each fact's best row of `sims` (its rows begin at `starts`): a fact's score is its
+    best field's."""
+    return sims if len(sims) == len(starts) else np.maximum.reduceat(sims, starts)
 
 
 def _live(blocks: dict[str, _Block]) -> int:
@@ -683,6 +711,13 @@ class VectorCache:
         """Live vectors in scope: when k reaches it, a top-k is every candidate."""
         return _live(self._scope(tenant))
 
+    def facts(self, tenant: str) -> int:
+        """Current facts of `tenant` with a vector held: at least as many as a search of
+        the whole tenant sees (an expired fact stays until its row is retired)."""
+        assert self.blocks is not None
+        block = self.blocks.get(tenant)
+        return 0 if block is None else block.facts()
+
     def similarities(self, blob: bytes, fact_ids: list[int]) -> dict[int, float]:
         """Best-field cosine similarity of the query with just these facts (those the
         mirror holds): a small scope's vectors, without scanning its tenant."""
@@ -703,12 +738,9 @@ class VectorCache:
         out: dict[int, float] = {}
         for number in np.unique(numbers).tolist():  # one block a tenant: usually one
             mine = numbers == number
-            first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
-            starts = np.cumsum(count) - count  # where each fact's rows begin in `sims`
-            positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
+            positions, starts = _runs(firsts[mine], counts[mine])
             sims = self._block_dots(self.numbered[number], positions, query, exact)
-            best = sims if len(sims) == len(first) else np.maximum.reduceat(sims, starts)
-            out.update(zip(held[mine].tolist(), best.tolist(), strict=True))
+            out.update(zip(held[mine].tolist(), _best_rows(sims, starts).tolist(), strict=True))
         return out
 
     def units(self, fact_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -719,15 +751,13 @@ class VectorCache:
         ids, rows = [], []
         for number in np.unique(numbers).tolist():
             mine = numbers == number
-            first, count = firsts[mine].astype(np.int64), counts[mine].astype(np.int64)
-            starts = np.cumsum(count) - count
-            positions = np.repeat(first - starts, count) + np.arange(int(count.sum()))
+            positions, _ = _runs(firsts[mine], counts[mine])
             block = self.numbered[number]
             if self.exact is not None and block.slots is not None:
                 rows.append(self.exact.read(block.slots[positions]))
             else:
                 rows.append(block.matrix[positions].astype(np.float32))
-            ids.append(np.repeat(held[mine], count))
+            ids.append(np.repeat(held[mine], counts[mine]))
         if not rows:
             return np.zeros(0, np.int64), np.zeros((0, self.dims), np.float32)
         return np.concatenate(ids), np.concatenate(rows)

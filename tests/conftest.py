@@ -61,6 +61,26 @@ class HashEmbeddings(Embeddings):
         return self._embed(text)
 
 
+class Placed(Embeddings):
+    """Vectors placed by hand (a stand-in for a model, as HashEmbeddings is): each text's
+    components of `dims`, by axis."""
+
+    def __init__(self, table: dict[str, dict[int, float]], dims: int) -> None:
+        self.table, self.dims = table, dims
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * self.dims
+        for axis, value in self.table[text].items():
+            vec[axis] = value
+        return vec
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "memory.db")

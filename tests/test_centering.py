@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from sgam_store import ConfigurationError, SGAMStore
 from sgam_store.read import scope, scoring
 from sgam_store.read.scoring import centered
+from tests.conftest import Placed
 
 ENGINES = ("sqlite", "postgres")
 DIMS = 8
@@ -29,28 +29,8 @@ ANSWER = {"signed up for a photography course": {0: 0.6, 7: 0.8}}
 QUESTION = {"Which classes is Leo taking?": {0: 0.95, 7: 0.31}}
 
 
-class Placed(Embeddings):
-    """Vectors placed by hand (a stand-in for a model, as conftest's HashEmbeddings is):
-    each text's components, by axis."""
-
-    def __init__(self, table: dict[str, dict[int, float]]) -> None:
-        self.table = table
-
-    def _embed(self, text: str) -> list[float]:
-        vec = [0.0] * DIMS
-        for axis, value in self.table[text].items():
-            vec[axis] = value
-        return vec
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
-
-
 def _open(target: str, vector_cache: bool = True, **retrieval: object) -> SGAMStore:
-    embed = Placed({**SMALL_TALK, **ANSWER, **QUESTION})
+    embed = Placed({**SMALL_TALK, **ANSWER, **QUESTION}, DIMS)
     index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
     return SGAMStore.from_conn_string(
         target, index=index, retrieval=retrieval, vector_cache=vector_cache

@@ -259,20 +259,26 @@ def test_the_int8_mirror_centers_its_exact_rows(db_path: str) -> None:
         direct.close()
 
 
+def _searched_once(db_path: str) -> tuple[SGAMStore, Any]:
+    """A store of two tenants (acme: leo's and ann's 40 turns each; beta: zoe's 12), its
+    mirror built and primed by one centered search of leo's turns; and the mirror."""
+    fast = _open(db_path)
+    _fill(fast)
+    for n in range(12):
+        fast.put(("beta", "zoe"), f"z{n}", {"text": f"zoe says visa tea ({n})"})
+    fast.search(LEO, query=QUERIES[0])
+    assert fast._cache is not None
+    return fast, fast._cache
+
+
 def test_the_first_centered_search_prepares_every_tenant(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tenant's whole scope is ready before its first search (`VectorCache._prime`): a
     benchmark's or an agent's users are each searched rarely, so a centre taken at a
     tenant's first search would be taken at nearly every search."""
-    fast = _open(db_path)
+    fast, cache = _searched_once(db_path)
     try:
-        _fill(fast)
-        for n in range(12):
-            fast.put(("beta", "zoe"), f"z{n}", {"text": f"zoe says visa tea ({n})"})
-        fast.search(LEO, query=QUERIES[0])
-        cache = fast._cache
-        assert cache is not None
         reads: list[int] = []
         rows = cache._rows
         monkeypatch.setattr(cache, "_rows", lambda b, p: reads.append(len(p)) or rows(b, p))
@@ -292,3 +298,23 @@ def test_the_best_of_arrays_is_best_first(values: dict[int, float], n: int) -> N
     values = dict(sorted(values.items()))  # by id, as `_centered` hands them on
     sims = np.fromiter(values.values(), np.float64, len(values))
     assert scoring._ranked(list(values), sims, n) == (scoring.best_first(values, n), values)
+
+
+def test_hubs_are_prepared_within_their_budget(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant's hubs cost a product of its rows with themselves, so the first search
+    after a build prepares them for HUB_PRIME_ROWS rows of tenants only (20 here: zoe's
+    12, not acme's 80); a tenant past the budget derives its own at its first search."""
+    monkeypatch.setattr(scoring, "HUB_PRIME_ROWS", 20)
+    fast, cache = _searched_once(db_path)
+    try:
+        hubs = sorted(rows for (derive, _), (_, _, rows, _) in cache.kept.items()
+                      if derive is scoring.scope_hubs)  # fmt: skip
+        assert hubs == [12, 40]  # beta's whole tenant, and the scope searched
+        fast.search(("acme",), query=QUERIES[0])
+        hubs = [rows for (derive, _), (_, _, rows, _) in cache.kept.items()
+                if derive is scoring.scope_hubs]  # fmt: skip
+        assert 80 in hubs
+    finally:
+        fast.close()

@@ -43,12 +43,17 @@ def _index() -> dict:
 def target_with_turns(target: str) -> str:
     with SGAMStore.from_conn_string(target, index=_index()) as store:
         store.setup()
-        for key, text, day in TURNS:
-            store.replace_fact(MemoryFact(
-                tenant_id="rosa", subject="turns", attribute=key, value={"text": text},
-                valid_from=f"{day}T18:00:00Z", source_episode_id=f"session-{key}",
-            ))  # fmt: skip
+        _told(store, "rosa", TURNS)
     return target
+
+
+def _told(store: SGAMStore, tenant: str, turns: list[tuple[str, str, str]]) -> None:
+    """`turns` (key, text, day) as `tenant`'s conversation, each valid from its day."""
+    for key, text, day in turns:
+        store.replace_fact(MemoryFact(
+            tenant_id=tenant, subject="turns", attribute=key, value={"text": text},
+            valid_from=f"{day}T18:00:00Z", source_episode_id=f"session-{key}",
+        ))  # fmt: skip
 
 
 @contextmanager
@@ -120,3 +125,29 @@ def test_vector_and_keyword_modes_ignore_events(target_with_turns: str) -> None:
             plain = ranked(store)
         with chat(target_with_turns, mode=mode) as store:
             assert ranked(store) == plain
+
+
+# Two turns hold every term of the clause ("getting the Honda Jazz"): Milo's, in passing
+# and early, the nearer the question's vector; and Leo's purchase. The question is Leo's:
+# of the two, the anchor is the turn holding more of its other words, so his Volvo turn
+# is before it.
+CARS = [
+    ("c0", "Milo: what did the Honda Jazz cost before getting it", "2025-01-10"),
+    ("c1", "Leo: the bakery on our corner closed, so sad", "2025-02-10"),
+    ("c2", "Leo: still driving my old Volvo estate, it refuses to die", "2025-03-10"),
+    ("c3", "Leo: finally getting the new Honda Jazz today, it smells new", "2025-04-10"),
+    ("c4", "Leo: my sister says hi, she is visiting next week", "2025-05-10"),
+]
+
+
+def test_of_equal_event_turns_the_anchor_shares_the_question(target: str) -> None:
+    with SGAMStore.from_conn_string(
+        target, index=_index(), retrieval={"time_window": "filter"}
+    ) as store:
+        store.setup()
+        _told(store, "leo", CARS)
+        hits = store.search(
+            ("leo", "turns"), query="What car did Leo drive before getting the Honda Jazz?", limit=5
+        )
+    assert "c2" in [hit.key for hit in hits]
+    assert {hit.key for hit in hits} <= {"c0", "c1", "c2"}

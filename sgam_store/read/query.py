@@ -88,6 +88,11 @@ class RetrievalConfig:
     at most 2,000 facts (`scope.SMALL_SCOPE_MAX`), else it is ignored. None (default):
     the engine's choice, on for SQLite (the vectors are in process) and off for
     PostgreSQL (they would cross the wire each search); True or False says.
+    `hubness` (finite, >= 0; default 0.5) lowers, in a centered ranking, each fact by
+    that times its mean centered cosine with its 10 nearest facts of the scope
+    (`scoring.hubs`): a turn like many others (small talk said every week) is near
+    every query, and stops crowding the page. At 0.5 the ranking is CSLS's (Conneau et
+    al., 2018: 2 cos - r_q - r_d, whose r_q is the query's alone). 0 turns it off.
     """
 
     mode: str = "hybrid"
@@ -106,6 +111,7 @@ class RetrievalConfig:
     named_subjects: bool = False
     centering: bool | None = None
     redundancy: float = 0.0
+    hubness: float = 0.5
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> RetrievalConfig:
@@ -146,7 +152,8 @@ class RetrievalConfig:
 
     def _check_levers(self) -> None:
         """A diversity and a redundancy that weigh relevance at all (at 1 the order
-        would ignore the query), and plain switches for named subjects and centering."""
+        would ignore the query), a hubness that ranks, and plain switches for named
+        subjects and centering."""
         for name in ("diversity", "redundancy"):
             d = getattr(self, name)
             if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
@@ -155,6 +162,9 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"named_subjects must be True or False: {self.named_subjects!r}"
             )
+        h = self.hubness
+        if isinstance(h, bool) or not isinstance(h, int | float) or not 0 <= h < math.inf:
+            raise ConfigurationError(f"hubness must be a finite number >= 0: {h!r}")
         if self.centering is not None and not isinstance(self.centering, bool):
             raise ConfigurationError(f"centering must be True, False or None: {self.centering!r}")
 

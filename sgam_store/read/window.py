@@ -148,16 +148,20 @@ def anchored(bounds: Bounds, search: Search, signals: Signals) -> tuple[int, boo
 
     The event is a memory of the store, not a date. Its memory (the anchor) is the hybrid
     candidate whose keyword row holds the largest share of the clause's terms ("relocat",
-    "seville"), the nearest the query among equals. The window ends when the anchor became
-    valid (before: the anchor is the event, not the answer) or starts then (after, since:
-    the event's own memory may say what followed it, "my back hurts since I lifted the
-    box"). Words of English and Spanish (`RELATIONS`), in hybrid search only: its keyword
-    and vector candidates are as deep for every page up to `depth`, so the anchor is too.
+    "seville"); among equals, the one holding most of the words asked before the clause
+    (the person, "rosa": "What car did Leo drive before getting the Honda Jazz?" is
+    Leo's purchase, not a friend's mention of the car), then the nearest the query.
+    The window ends when the anchor became valid (before: the anchor is the event, not
+    the answer) or starts then (after, since: the event's own memory may say what
+    followed it, "my back hurts since I lifted the box"). Words of English and Spanish
+    (`RELATIONS`), in hybrid search only: its keyword and vector candidates are as deep
+    for every page up to `depth`, so the anchor is too.
     """
-    found = relation(search.text, languages(bounds, search))
-    if found is None:
+    placed = _placed(search.text, languages(bounds, search))
+    if placed is None:
         return None
-    after, clause = found
+    match, after = placed
+    clause, asked = match.group(1), search.text[: match.start()]
     engine, conn = bounds.engine, bounds.conn
     terms = engine.reads.keyword_terms(conn, clause)
     rows = {fid: row for fid, _, row in signals.vector + signals.keyword}
@@ -165,9 +169,12 @@ def anchored(bounds: Bounds, search: Search, signals: Signals) -> tuple[int, boo
     best = max(share.values(), default=0.0)
     if best <= 0:
         return None
+    tied = [fid for fid, held in share.items() if held == best]
+    told = {}
+    if len(tied) > 1 and (words := engine.reads.keyword_terms(conn, asked)):
+        told = engine.reads.keyword_coverage(conn, words, tied)
     cosine = signals.cosine
-    anchor = max((fid for fid, held in share.items() if held == best),
-                 key=lambda fid: (cosine.get(fid, -1.0), -fid))  # fmt: skip
+    anchor = max(tied, key=lambda fid: (told.get(fid, 0.0), cosine.get(fid, -1.0), -fid))
     return anchor, after
 
 
@@ -183,10 +190,17 @@ def _around(start: str, anchor: int, after: bool) -> tuple[tuple[Window, ...], i
 def relation(text: str, langs: tuple[str, ...]) -> tuple[bool, str] | None:
     """(whether the answer comes after the event, the words naming the event) of a query
     that places its answer before or after one, in one of `langs`; else None."""
+    placed = _placed(text, langs)
+    return None if placed is None else (placed[1], placed[0].group(1))
+
+
+def _placed(text: str, langs: tuple[str, ...]) -> tuple[re.Match[str], bool] | None:
+    """The words that place the answer (from the relation word to the clause's end), and
+    whether after the event: `relation`, with where they start."""
     for lang in langs:
         for pattern, after in RELATIONS.get(lang, ()):
             if (match := pattern.search(text)) and WORD.search(match.group(1)):
-                return after, match.group(1)
+                return match, after
     return None
 
 

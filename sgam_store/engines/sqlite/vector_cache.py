@@ -61,7 +61,8 @@ _CORES = os.cpu_count() or 1
 _VECDOT = getattr(np, "vecdot", None)
 # Rows of the scopes whose derived values (`VectorCache.derived`) are kept, least recently
 # used dropped first. A centered search's keeps ~32 bytes a row (its key and three
-# float64 columns): 262,144 rows are 8 MB, every user of the 100k LangMem benchmark.
+# float64 columns) and its hubs ~16 more (a second entry, its rows counted again):
+# 262,144 rows are ~8 MB, every user of the 100k LangMem benchmark, centre and hubs.
 _DERIVED_ROWS = 262_144
 # `_prime` skips tenants of more rows: a search centers a scope of at most
 # read.scope.SMALL_SCOPE_MAX (2,000) facts.
@@ -713,7 +714,7 @@ class VectorCache:
 
     def facts(self, tenant: str) -> int:
         """Current facts of `tenant` with a vector held: at least as many as a search of
-        the whole tenant sees (an expired fact stays until its row is retired)."""
+        the whole tenant sees (an expired fact it still holds counts too)."""
         assert self.blocks is not None
         block = self.blocks.get(tenant)
         return 0 if block is None else block.facts()
@@ -762,7 +763,9 @@ class VectorCache:
             return np.zeros(0, np.int64), np.zeros((0, self.dims), np.float32)
         return np.concatenate(ids), np.concatenate(rows)
 
-    def derived(self, fact_ids: np.ndarray, derive: Callable[[np.ndarray], T]) -> T | None:
+    def derived(
+        self, fact_ids: np.ndarray, derive: Callable[[np.ndarray], T], prime: int = _DERIVED_ROWS
+    ) -> T | None:
         """`derive` of these facts' unit float32 rows (in `fact_ids`' order), computed once
         and kept until a write changes the rows of their tenant (its block's `version`),
         the mirror rebuilds, or more recently used scopes push it out (`_DERIVED_ROWS`).
@@ -770,7 +773,9 @@ class VectorCache:
         What a centered search needs of its scope (`read.scoring.Centre`) depends on every
         row of it, and costs more to derive than the search costs without it; a scope's
         rows change only when its tenant is written. The first call of a `derive` since
-        the mirror was built derives it for every tenant's whole scope too (`_prime`).
+        the mirror was built derives it for every tenant's whole scope too (`_prime`),
+        up to `prime` rows in all (fewer for a value that costs more a row:
+        `read.scoring.scope_hubs`, a product of each scope with itself).
         None (nothing kept) where a fact is not held, has several rows (a field each) or
         the facts are in several tenants: the caller then reads `units`.
         """
@@ -779,7 +784,7 @@ class VectorCache:
         if value is not None:
             return value
         if self._first(derive):
-            self._prime(derive)
+            self._prime(derive, prime)
             if (value := self._kept(key)) is not None:
                 return value
         held, numbers, firsts, counts = self.where.located(fact_ids)
@@ -813,7 +818,7 @@ class VectorCache:
             self.primed.add(derive)
             return first
 
-    def _prime(self, derive: Callable[[np.ndarray], Any]) -> None:
+    def _prime(self, derive: Callable[[np.ndarray], Any], budget: int) -> None:
         """`derive` for each tenant's current facts, by fact id, as a search of the whole
         tenant (or of a LangMem user, `tenant_at=1`) asks for them, while they fit in
         what is kept: such a search of a tenant not searched since it was written then
@@ -821,13 +826,16 @@ class VectorCache:
         tenants of 100 facts: ~20 ms), instead of one a tenant at its first search; a
         tenant written later derives it again at its next search. Tenants of more than
         _PRIME_ROWS facts are not searched centered, nor those with a fact of several
-        fields (the caller reads their rows)."""
+        fields (the caller reads their rows). At most `budget` rows are derived."""
         for block in list(self.numbered):
-            if self.kept_rows >= _DERIVED_ROWS:
+            if self.kept_rows >= _DERIVED_ROWS or budget <= 0:
                 break  # full: a store of a million small tenants stops here, not at the last
             live = np.flatnonzero(block.alive[: block.size])
-            if not 0 < len(live) <= _PRIME_ROWS or self.kept_rows + len(live) > _DERIVED_ROWS:
+            if not 0 < len(live) <= min(_PRIME_ROWS, budget):
                 continue
+            if self.kept_rows + len(live) > _DERIVED_ROWS:
+                continue
+            budget -= len(live)
             ids = block.fact_ids[live]
             order = np.argsort(ids)
             ids, live = ids[order], live[order]

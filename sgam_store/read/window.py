@@ -157,7 +157,7 @@ def anchored(bounds: Bounds, search: Search, signals: Signals) -> tuple[int, boo
     (`RELATIONS`), in hybrid search only: its keyword and vector candidates are as deep
     for every page up to `depth`, so the anchor is too.
     """
-    placed = _placed(search.text, languages(bounds, search))
+    placed = relation(search.text, languages(bounds, search))
     if placed is None:
         return None
     match, after = placed
@@ -187,16 +187,10 @@ def _around(start: str, anchor: int, after: bool) -> tuple[tuple[Window, ...], i
     return (Window(FAR_START, start),), anchor
 
 
-def relation(text: str, langs: tuple[str, ...]) -> tuple[bool, str] | None:
-    """(whether the answer comes after the event, the words naming the event) of a query
-    that places its answer before or after one, in one of `langs`; else None."""
-    placed = _placed(text, langs)
-    return None if placed is None else (placed[1], placed[0].group(1))
-
-
-def _placed(text: str, langs: tuple[str, ...]) -> tuple[re.Match[str], bool] | None:
-    """The words that place the answer (from the relation word to the clause's end), and
-    whether after the event: `relation`, with where they start."""
+def relation(text: str, langs: tuple[str, ...]) -> tuple[re.Match[str], bool] | None:
+    """The words of a query that place its answer before or after an event, in one of
+    `langs` (from the relation word to the clause's end; the clause, the event's words,
+    is its group 1), and whether the answer comes after it; else None."""
     for lang in langs:
         for pattern, after in RELATIONS.get(lang, ()):
             if (match := pattern.search(text)) and WORD.search(match.group(1)):

@@ -312,8 +312,8 @@ def centered(
     rel = matrix - mean
     norms = np.sqrt(np.einsum("ij,ij->i", rel, rel)) * np.sqrt(q @ q)
     sims = (rel @ q) / np.where(norms > 0, norms, 1.0)  # 0 where either has no direction
-    if hubness:
-        sims = sims - hubness * scope_hubs(matrix)
+    if hubness:  # `scope_hubs` of the rows, from the unit rows about the mean made here
+        sims = sims - hubness * hubs(vectors.unit(rel))
     # Ascending, so a fact's best field is the last one written: its value in the dict.
     order = np.argsort(sims, kind="stable")
     return dict(zip(ids[order].tolist(), sims[order].tolist(), strict=True))

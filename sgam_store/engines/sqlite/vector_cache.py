@@ -715,9 +715,7 @@ class VectorCache:
     def facts(self, tenant: str) -> int:
         """Current facts of `tenant` with a vector held: at least as many as a search of
         the whole tenant sees (an expired fact it still holds counts too)."""
-        assert self.blocks is not None
-        block = self.blocks.get(tenant)
-        return 0 if block is None else block.facts()
+        return sum(block.facts() for block in self._scope(tenant).values())
 
     def similarities(self, blob: bytes, fact_ids: list[int]) -> dict[int, float]:
         """Best-field cosine similarity of the query with just these facts (those the

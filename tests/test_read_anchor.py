@@ -152,3 +152,27 @@ def test_of_equal_event_turns_the_anchor_shares_the_question(target: str) -> Non
         )
     assert "c2" in [hit.key for hit in hits]
     assert {hit.key for hit in hits} <= {"c0", "c1", "c2"}
+
+
+def _statements(store: SGAMStore, query: str) -> list[str]:
+    """Every statement a search of Rosa's turns runs, the store warmed by it first."""
+    ranked(store, query)
+    ran: list[str] = []
+    store.conn.set_trace_callback(ran.append)
+    try:
+        ranked(store, query)
+    finally:
+        store.conn.set_trace_callback(None)
+    return ran
+
+
+@pytest.mark.sqlite_only  # statements traced by sqlite3's callback
+def test_a_query_placing_nothing_costs_the_window_no_statement(target_with_turns: str) -> None:
+    """The window stage reads the store's language only for a query with a relation word
+    or a time word in some language: the great many without one cost it nothing."""
+    plain = "Where does Rosa live now?"
+    with chat(target_with_turns, time_window="off") as store:
+        off = _statements(store, plain)
+    with chat(target_with_turns) as store:
+        assert _statements(store, plain) == off
+        assert len(_statements(store, ASKED)) > len(off)  # the event's clause is read

@@ -71,6 +71,11 @@ RELATIONS = {
                 for word, after in (("antes", False), ("hasta", False), ("después", True),
                                     ("desde", True))),
 }  # fmt: skip
+# Any language's relation word (`RELATIONS`' patterns as one): the gate before a query's
+# languages are read, a statement that the great many queries without one then skip.
+_ANY_RELATION = re.compile(
+    "|".join(pattern.pattern for patterns in RELATIONS.values() for pattern, _ in patterns), re.I
+)
 FAR_START, FAR_END = "0001-01-01T00:00:00.000000Z", "9999-12-31T23:59:59.999999Z"
 # "Two weeks ago" is a rough instant: its week reaches this far to either side.
 WEEK_REACH = timedelta(days=7)
@@ -157,6 +162,8 @@ def anchored(bounds: Bounds, search: Search, signals: Signals) -> tuple[int, boo
     (`RELATIONS`), in hybrid search only: its keyword and vector candidates are as deep
     for every page up to `depth`, so the anchor is too.
     """
+    if not _ANY_RELATION.search(search.text):
+        return None  # no relation word in any language: the store's language is not read
     placed = relation(search.text, languages(bounds, search))
     if placed is None:
         return None

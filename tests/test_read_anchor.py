@@ -92,7 +92,7 @@ def test_the_turns_before_the_event_rise(target_with_turns: str) -> None:
         strong = ranked(store)
     before, since = ("t0", "t1", "t2"), ("t3", "t4", "t5")
     # Without the window the aftermath outranks the answer. With it, no turn before the
-    # event falls (each rises by the window's weight, a third of the fused score, which
+    # event falls (each rises by the window's weight, 1.5 of the fused score's 3.5, which
     # on this tiny store may not pass a turn); weighed 3 of 5, they come first.
     assert plain.index("t1") > min(plain.index("t4"), plain.index("t5"))
     assert all(anchored.index(key) <= plain.index(key) for key in before)

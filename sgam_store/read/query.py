@@ -68,9 +68,9 @@ class RetrievalConfig:
     `time_window` uses a time the query names ("in May", "two weeks ago"), resolved
     against the search's reference instant (an `as_of` view's, else now), in the keyword
     language (`read.window`, with dateparser): "rank" (default) ranks the memories
-    valid then higher (a signal of weight `time_weight` in hybrid fusion; first, in
-    vector or keyword mode), "filter" keeps only them, "off" ignores it. A query that
-    names no time is answered as with "off", for a few microseconds.
+    valid then higher (a signal of weight `time_weight`, default 1.5, in hybrid fusion;
+    first, in vector or keyword mode), "filter" keeps only them, "off" ignores it. A
+    query that names no time is answered as with "off", for a few microseconds.
     `diversity` (in [0, 1), default 0: off) spreads a hybrid search's first `depth` hits
     over source episodes by maximal marginal relevance (`fusion.spread`): opt-in, for
     questions whose evidence sits in several conversations.
@@ -106,7 +106,7 @@ class RetrievalConfig:
     depth: int = 30
     vector_mirror: str = "float32"
     time_window: str = "rank"
-    time_weight: float = 1.0
+    time_weight: float = 1.5
     diversity: float = 0.0
     named_subjects: bool = False
     centering: bool | None = None

@@ -177,6 +177,54 @@ def test_an_english_month_in_lower_case_is_a_verb() -> None:
     assert len(resolve("How much did Lena spend in May?", ASKED, ("en",))) == 1
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["What did June say about the trip?", "Did April call back?", "What is August's new job?",
+     "June said what?"],
+)  # fmt: skip
+def test_a_month_that_names_a_person_makes_no_window(query: str) -> None:
+    assert resolve(query, ASKED, ("en",)) == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "windows"),
+    [("What did I cook in June?", 1), ("Where was Leo last March?", 1),
+     ("What happened June 5?", 1), ("How was the August trip?", 1),
+     ("What changed between May and June?", 2), ("Who has called since April?", 1)],
+)  # fmt: skip
+def test_a_month_as_a_time_keeps_its_window(query: str, windows: int) -> None:
+    assert len(resolve(query, ASKED, ("en",))) == windows
+
+
+# June (a friend) spoke in March; in June the user booked and packed for the trip.
+TRIP = [
+    ("a1", "June: the trip to Lyon is off, sorry", "2025-03-10"),
+    ("a2", "Booked the trip to Lyon for the autumn", "2025-06-12"),
+    ("a3", "Packed early for the trip, as always", "2025-06-20"),
+    ("a4", "The weather has been grey all week", "2025-06-21"),
+]
+
+
+def test_a_person_named_june_is_asked_about_as_without_the_window(target: str) -> None:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    found = {}
+    with SGAMStore.from_conn_string(target, index=index) as store:
+        store.setup()
+        for key, text, day in TRIP:
+            store.replace_fact(MemoryFact(
+                tenant_id="u", subject="turns", attribute=key, value={"text": text},
+                valid_from=f"{day}T18:00:00Z", source_episode_id=key,
+            ))  # fmt: skip
+        for setting in ("off", "rank", "filter"):
+            store.retrieval = RetrievalConfig(time_window=setting)
+            view = store.as_of(ASKED_ON)
+            found[setting] = view.search(("u",), query="What did June say about the trip?")
+        store.retrieval = RetrievalConfig(time_window="filter")
+        in_june = store.as_of(ASKED_ON).search(("u",), query="What did I do for the trip in June?")
+    assert found["rank"] == found["off"] and found["filter"] == found["off"]
+    assert set(keys(in_june)) <= {"a2", "a3", "a4"} and "a2" in keys(in_june)
+
+
 # The gate before dateparser (`names_time`, from dateparser's own words for the language).
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))

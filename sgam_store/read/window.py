@@ -41,6 +41,11 @@ VERBS = frozenset(month.lower() for month in calendar.month_name if month)
 # The entries of dateparser's per-language data whose words name a time on their own:
 # months, weekdays, units and parts of the day (`vocabulary`).
 CALENDAR = VERBS | {day.lower() for day in calendar.day_name}
+MONTHS = VERBS  # dateparser's entries of the months are their English names, lower-cased
+# English words of time before a month that dateparser's data lacks ("between May and
+# June", "since April"): with its own, where a month name is a time (`_given_name`).
+EXTRA_CUES = {"en": {"since", "until", "till", "during", "between", "through", "early", "mid",
+                     "late", "every"}}  # fmt: skip
 UNITS = ("year", "month", "week", "day", "hour", "minute", "second", "century", "decade",
          "fortnight")  # fmt: skip
 NAMES = (*sorted(CALENDAR), *UNITS, "early_morning", "morning", "afternoon", "evening", "night")
@@ -257,7 +262,8 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
     (reaching `WEEK_REACH` to each side), a month or a year is the window. An expression
     that names `at` itself ("now", "ahora") says nothing the scope does not, one the
     gate would stop (`names_time`: "we", a lower-case "may") is a word, and one of units
-    and numbers alone ("a week") a length of time: all skipped.
+    and numbers alone ("a week") a length of time: all skipped; so is an English month
+    name that is a person's (`_given_name`: "What did June say?").
     Cached: `at` is a day's noon (`reference`), so a query is parsed once a day.
     """
     search, parser = _dateparser()
@@ -274,6 +280,8 @@ def resolve(text: str, at: datetime, langs: tuple[str, ...]) -> tuple[Window, ..
         found = []
     for words, when in found:
         if when == base or not names_time(words, langs) or _duration(words, langs):
+            continue
+        if "en" in langs and _given_name(words, text):
             continue
         try:
             windows.append(span(when, read.get_date_data(words).period or "day"))
@@ -349,6 +357,23 @@ def _duration(words: str, langs: tuple[str, ...]) -> bool:
     return False
 
 
+def _given_name(words: str, text: str) -> bool:
+    """Whether an expression dateparser found in `text` is an English month name alone
+    that names a person: April, May, June and August are given names too, and English
+    writes both capitalized. A month is a time with a number ("June 5", "May 2024") or
+    after a word of dateparser's own for one ("in June", "of May", "by April", "last
+    March", "the August trip": `Words.cues`); "What did June say?" is June's, and asked
+    as a time it ranked every memory of last June first."""
+    if any(c.isdigit() for c in words):
+        return False
+    vocab = vocabulary("en")
+    found = [w.lower() for w in WORD.findall(words)]
+    if not found or not all(w in vocab.months for w in found):
+        return False
+    before = WORD.findall(text[: text.find(words)])
+    return not before or before[-1].lower() not in vocab.cues
+
+
 @dataclass(frozen=True)
 class Words:
     """dateparser's words of one language, as the gate reads them."""
@@ -360,6 +385,11 @@ class Words:
     units: frozenset[str]
     numbers: frozenset[str]  # number words ("a", "two", "una"), which dateparser reads as digits
     fillers: frozenset[str]
+    months: frozenset[str]  # the month names' one-word forms ("june", "jun")
+    # dateparser's words that may stand before a date ("in", "of", "by", "the", "before";
+    # "last", "next", "this" of its relative phrases) and `EXTRA_CUES`: where a month
+    # name is a time
+    cues: frozenset[str]
 
 
 @functools.cache
@@ -392,7 +422,13 @@ def vocabulary(lang: str) -> Words:
                        or (forms.get(form) in CALENDAR and form != forms[form])}  # fmt: skip
     units = {form for form, name in forms.items() if name in UNITS}
     marks = {form.lower() for key in ("am", "pm") for form in info.get(key, [])}  # "a week am"
-    return Words(*map(frozenset, (known, capitalized, units, numbers, skip | marks)))
+    months = {form for form, name in forms.items() if name in MONTHS}
+    leading = {p.split()[0].lower() for p in relative if len(p.split()) > 1}
+    words = {f.lower() for key in ("in", "ago", "pertain") for f in info.get(key, [])}
+    cues = {w for w in skip | words | leading | EXTRA_CUES.get(lang, set())
+            if WORD.fullmatch(w) and len(w) > 1}  # fmt: skip
+    fields = (known, capitalized, units, numbers, skip | marks, months, cues)
+    return Words(*map(frozenset, fields))
 
 
 def _translation_data(lang: str) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 import pytest
 
-from sgam_store import SGAMStore
+from sgam_store import MemoryFact, SGAMStore
 from sgam_store.core.errors import TenantScopeError
 from tests.conftest import HashEmbeddings
 
@@ -148,3 +150,57 @@ def test_explain_ranks_once(request: pytest.FixtureRequest, fixture: str) -> Non
         explain = partial(store.explain_search, prefix, query, limit=5)
         searched, explained = _keyword_rankings(store, search), _keyword_rankings(store, explain)
         assert searched >= 1 and explained == searched
+
+
+# Rosa's turns, a month apart: she moved to Seville in April (r2, the event).
+ROSA = [
+    ("r0", "Rosa: the bakery on our corner closed, so sad", "2025-01-10"),
+    ("r1", "Rosa: we live in a tiny flat in Denver, lovely neighbourhood", "2025-02-10"),
+    ("r2", "Rosa: first week after relocating to Seville, the new job keeps me busy", "2025-04-10"),
+    ("r3", "Rosa: Seville was the right call, I live near the river now", "2025-05-10"),
+]
+
+
+@contextmanager
+def _rosa(target: str, **retrieval: Any) -> Iterator[SGAMStore]:
+    index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+    with SGAMStore.from_conn_string(target, index=index, retrieval=retrieval) as store:
+        store.setup()
+        for key, text, day in ROSA:
+            store.replace_fact(MemoryFact(
+                tenant_id="rosa", subject="turns", attribute=key, value={"text": text},
+                valid_from=f"{day}T18:00:00Z", source_episode_id=key,
+            ))  # fmt: skip
+        yield store
+
+
+def _windows(explained: list) -> dict[str, tuple[bool | None, bool]]:
+    return {e.item.key: (e.in_window, e.anchor) for e in explained}
+
+
+def test_a_named_time_says_which_hits_are_in_its_window(target: str) -> None:
+    with _rosa(target) as store:
+        asked = store.as_of("2025-08-01T12:00:00Z")
+        dated = asked.explain_search(("rosa",), "What did Rosa say in February?", limit=4)
+        found = asked.search(("rosa",), query="What did Rosa say in February?", limit=4)
+        plain = asked.explain_search(("rosa",), "What did Rosa say about Denver?", limit=4)
+    assert _hits([e.item for e in dated]) == _hits(found)
+    assert _windows(dated) == {"r0": (False, False), "r1": (True, False),
+                               "r2": (False, False), "r3": (False, False)}  # fmt: skip
+    assert {window for window, _ in _windows(plain).values()} == {None}  # no time named
+
+
+@pytest.mark.parametrize("mode", ["rank", "filter"])
+def test_an_event_names_its_memory_and_the_time_before_it(target: str, mode: str) -> None:
+    query = "Where did Rosa live before relocating to Seville?"
+    with _rosa(target, time_window=mode) as store:
+        explained = store.explain_search(("rosa",), query, limit=4)
+        assert _hits([e.item for e in explained]) == _hits(
+            store.search(("rosa",), query=query, limit=4)
+        )
+    windows = _windows(explained)
+    assert windows["r1"] == (True, False)
+    if mode == "rank":  # the event's own memory is its anchor, not in the time before it
+        assert windows["r2"] == (False, True) and windows["r3"] == (False, False)
+    else:  # only the time before it is returned
+        assert set(windows) <= {"r0", "r1"}

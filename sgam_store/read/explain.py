@@ -3,8 +3,9 @@
 `explain` runs the store's own ranker once (`Ranker.explained`: `search`'s hits and
 order, threshold and page included) and reports, for those hits alone, what that search
 computed: each hit's place in the keyword and in the vector ranking that fusion ordered,
-and its cosine similarity; plus the share of the query's terms the memory holds (one read
-of the page's keyword rows). Nothing is ranked a second time. Nothing here writes.
+and its cosine similarity; whether it is in the window of a time or event the query names;
+plus the share of the query's terms the memory holds (one read of the page's keyword
+rows). Nothing is ranked a second time. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ class Explanation:
     term the search left out, beyond the ranking's depth, no vector) or the store has no
     such index or the retrieval mode leaves the side out; so a memory may hold a share
     of the query yet have no keyword rank. `score` is the hit's score as `search`
-    reports it (None for a listing: a search without a query).
+    reports it (None for a listing: a search without a query). `in_window`: where the
+    query names a time or an event that makes a window of valid time (`time_window`),
+    whether the memory falls in it (None: no window); `anchor`: whether the memory is
+    the event's own ("before relocating to Seville": the move), whose window it starts
+    or ends.
     """
 
     item: SearchItem
@@ -42,6 +47,8 @@ class Explanation:
     keyword_rank: int | None
     cosine: float | None
     vector_rank: int | None
+    in_window: bool | None = None
+    anchor: bool = False
 
 
 def explain(
@@ -71,6 +78,8 @@ def explain(
             keyword_rank=keyword_rank.get(fid),
             cosine=cosine.get(fid),
             vector_rank=vector_rank.get(fid),
+            in_window=None if signals.inside is None else fid in signals.inside,
+            anchor=fid == signals.anchor,
         )
         for fid, score, row_id in page
     ]

@@ -40,7 +40,9 @@ class Signals:
     query names, which fusion ranks first (`RetrievalConfig.named_subjects`), else None.
     `units`: where fusion weighs redundancy (`RetrievalConfig.redundancy`), the reader
     of candidates' unit vectors on this snapshot (`vectors.per_fact`), which fusion asks for
-    its first hits' alone; else None."""
+    its first hits' alone; else None. `inside`: where the query names a time or an event
+    that makes a window, the candidates in it, and `anchor` the event's memory (both for
+    `explain`); else None."""
 
     vector: Ranked = field(default_factory=list)
     keyword: Ranked = field(default_factory=list)
@@ -50,6 +52,8 @@ class Signals:
     episodes: Callable[[list[int]], dict[int, str]] | None = None
     first: set[int] | None = None
     units: Callable[[list[int]], np.ndarray] | None = None
+    inside: frozenset[int] | None = None
+    anchor: int | None = None
 
 
 # `Centre.of`: rows whose length is 1 within this are not normalized again (float32's

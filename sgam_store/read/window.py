@@ -116,12 +116,13 @@ def windowed(bounds: Bounds, search: Search, signals: Signals) -> Signals:
     if not windows and event is None:
         return signals
     spans = _spans(bounds, signals)
-    anchor = None
+    anchor = left_out = None
     if event is not None:  # the event's memory is a candidate: its interval is in `spans`
         anchor, after = event
-        windows, anchor = _around(spans[anchor][0], anchor, after)
+        windows, left_out = _around(spans[anchor][0], anchor, after)
     inside = {fid for fid, (start, end) in spans.items()
-              if any(w.holds(start, end) for w in windows)} - {anchor}  # fmt: skip
+              if any(w.holds(start, end) for w in windows)} - {left_out}  # fmt: skip
+    signals = replace(signals, inside=frozenset(inside), anchor=anchor)
     if inside == {fid for fid, _, _ in signals.vector + signals.keyword}:
         return signals  # a window holding every candidate ranks none above another
     if mode == "filter":

@@ -371,7 +371,10 @@ def _given_name(words: str, text: str) -> bool:
     found = [w.lower() for w in WORD.findall(words)]
     if not found or not all(w in vocab.months for w in found):
         return False
-    before = WORD.findall(text[: text.find(words)])
+    at = text.find(words)
+    if at < 0:  # not the text's own words: dateparser's reading, left as it found it
+        return False
+    before = WORD.findall(text[:at])
     return not before or before[-1].lower() not in vocab.cues
 
 

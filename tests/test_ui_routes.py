@@ -643,3 +643,32 @@ def test_name_lists_page_by_keyset_and_count_on_request(
     assert _walk_names(client, "/tenants?per_page=1")[0] == ["acme", "globex"]
     bad = client.get("/subjects.json", params={"tenant": "acme", "after": "x\x00"})
     assert bad.status_code == 400 and "after" in bad.json()["error"]
+
+
+def test_search_marks_the_window_of_the_time_asked(store: SGAMStore) -> None:
+    """A query naming a month, asked at a point in time: the page marks the memories
+    of that month as explain_search does; a query naming none marks nothing."""
+    turns = [("r0", "Rosa: the bakery closed", "2025-01-10"),
+             ("r1", "Rosa: we live in a tiny flat in Denver", "2025-02-10"),
+             ("r2", "Rosa: first week in Seville, the flat is bigger", "2025-04-10")]  # fmt: skip
+    for key, text, day in turns:
+        store.replace_fact(MemoryFact(
+            tenant_id="acme", subject="rosa", attribute=key, value={"text": text},
+            valid_from=f"{day}T18:00:00Z", source_episode_id=key,
+        ))  # fmt: skip
+    client = TestClient(create_app(store))
+    asked = {"tenant": "acme", "valid_at": "2025-08-01", "q": "Where was Rosa's flat in February?"}
+    hits = client.get("/search.json", params=asked).json()["hits"]
+    view = store.for_tenant("acme").as_of("2025-08-01T00:00:00Z")
+    explained = view.explain_search((), asked["q"], limit=10)
+    assert [(h["key"], h["in_window"]) for h in hits] == [
+        (e.item.key, e.in_window) for e in explained
+    ]
+    assert [h["key"] for h in hits if h["in_window"]] == ["r1"]
+    html = client.get("/search", params=asked).text
+    assert html.count('window">in the window<') == 1 and "names a time or an event" in html
+    plain = {**asked, "q": "Where is Rosa's flat?"}
+    assert all(
+        h["in_window"] is None for h in client.get("/search.json", params=plain).json()["hits"]
+    )
+    assert "names a time or an event" not in client.get("/search", params=plain).text

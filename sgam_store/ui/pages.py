@@ -664,8 +664,9 @@ def source_json(said: Episode | ExternalSource | None) -> dict[str, Any]:
 
 class SearchPage(Page):
     """The tenant's search, ranked exactly as `search` ranks it (`explain_search` on the
-    same view), with each hit's score, its keyword and vector contributions, and whether
-    it is the key's current version."""
+    same view), with each hit's score, its keyword and vector contributions, whether it
+    is in the window of a time or event the query names, and whether it is the key's
+    current version."""
 
     template = "search.html"
     title = "Search"
@@ -703,6 +704,8 @@ class SearchPage(Page):
             "keyword_rank": explained.keyword_rank,
             "cosine": explained.cosine,
             "vector_rank": explained.vector_rank,
+            "in_window": explained.in_window,
+            "anchor": explained.anchor,
             "valid_from": stamp(item.updated_at),
             "current": self._current(tenant, subject, item),
         }

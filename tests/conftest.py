@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from sgam_store import SGAMStore
+from sgam_store import MemoryFact, SGAMStore
 from sgam_store.core.schema_migration import REGISTRY
 
 
@@ -79,6 +79,18 @@ class Placed(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+def told(
+    store: SGAMStore, tenant: str, turns: list[tuple[str, str, str]], subject: str = "turns"
+) -> None:
+    """`turns` (key, text, day) as `tenant`'s conversation under `subject`, each turn a
+    memory valid from its day's evening, its session the source episode."""
+    for key, text, day in turns:
+        store.replace_fact(MemoryFact(
+            tenant_id=tenant, subject=subject, attribute=key, value={"text": text},
+            valid_from=f"{day}T18:00:00Z", source_episode_id=f"session-{key}",
+        ))  # fmt: skip
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sgam_store import MemoryFact, SGAMStore
+from sgam_store import SGAMStore
 from sgam_store.core.errors import TenantScopeError
-from tests.conftest import HashEmbeddings
+from tests.conftest import HashEmbeddings, told
 
 ENGINES = ("sqlite", "postgres")
 
@@ -166,11 +166,7 @@ def _rosa(target: str, **retrieval: Any) -> Iterator[SGAMStore]:
     index = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
     with SGAMStore.from_conn_string(target, index=index, retrieval=retrieval) as store:
         store.setup()
-        for key, text, day in ROSA:
-            store.replace_fact(MemoryFact(
-                tenant_id="rosa", subject="turns", attribute=key, value={"text": text},
-                valid_from=f"{day}T18:00:00Z", source_episode_id=key,
-            ))  # fmt: skip
+        told(store, "rosa", ROSA)
         yield store
 
 

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from sgam_store import MemoryFact, SGAMStore
+from sgam_store import SGAMStore
 from sgam_store.read.window import relation
 
-from .conftest import HashEmbeddings
+from .conftest import HashEmbeddings, told
 
 ENGINES = ("sqlite", "postgres")
 
@@ -43,17 +43,8 @@ def _index() -> dict:
 def target_with_turns(target: str) -> str:
     with SGAMStore.from_conn_string(target, index=_index()) as store:
         store.setup()
-        _told(store, "rosa", TURNS)
+        told(store, "rosa", TURNS)
     return target
-
-
-def _told(store: SGAMStore, tenant: str, turns: list[tuple[str, str, str]]) -> None:
-    """`turns` (key, text, day) as `tenant`'s conversation, each valid from its day."""
-    for key, text, day in turns:
-        store.replace_fact(MemoryFact(
-            tenant_id=tenant, subject="turns", attribute=key, value={"text": text},
-            valid_from=f"{day}T18:00:00Z", source_episode_id=f"session-{key}",
-        ))  # fmt: skip
 
 
 @contextmanager
@@ -146,7 +137,7 @@ def test_of_equal_event_turns_the_anchor_shares_the_question(target: str) -> Non
         target, index=_index(), retrieval={"time_window": "filter"}
     ) as store:
         store.setup()
-        _told(store, "leo", CARS)
+        told(store, "leo", CARS)
         hits = store.search(
             ("leo", "turns"), query="What car did Leo drive before getting the Honda Jazz?", limit=5
         )

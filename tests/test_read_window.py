@@ -26,7 +26,7 @@ from sgam_store.core import clock
 from sgam_store.read.query import RetrievalConfig
 from sgam_store.read.window import Window, names_time, resolve, span
 
-from .conftest import HashEmbeddings
+from .conftest import HashEmbeddings, told
 
 ENGINES = ("sqlite", "postgres")
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -210,11 +210,7 @@ def test_a_person_named_june_is_asked_about_as_without_the_window(target: str) -
     found = {}
     with SGAMStore.from_conn_string(target, index=index) as store:
         store.setup()
-        for key, text, day in TRIP:
-            store.replace_fact(MemoryFact(
-                tenant_id="u", subject="turns", attribute=key, value={"text": text},
-                valid_from=f"{day}T18:00:00Z", source_episode_id=key,
-            ))  # fmt: skip
+        told(store, "u", TRIP)
         for setting in ("off", "rank", "filter"):
             store.retrieval = RetrievalConfig(time_window=setting)
             view = store.as_of(ASKED_ON)

@@ -24,6 +24,7 @@ from sgam_store import MemoryFact, SGAMStore, Verdict
 from sgam_store.core import clock
 from sgam_store.managers.supersession import pending_reviews
 from sgam_store.ui import create_app, mask_uri, pages
+from tests.conftest import told
 from tests.ui_store import HOSTILE_TENANT, IMG, SCRIPT, seed
 
 ENGINES = ("sqlite", "postgres")  # `target` (the write test) on both engines, as `seeded`
@@ -651,11 +652,7 @@ def test_search_marks_the_window_of_the_time_asked(store: SGAMStore) -> None:
     turns = [("r0", "Rosa: the bakery closed", "2025-01-10"),
              ("r1", "Rosa: we live in a tiny flat in Denver", "2025-02-10"),
              ("r2", "Rosa: first week in Seville, the flat is bigger", "2025-04-10")]  # fmt: skip
-    for key, text, day in turns:
-        store.replace_fact(MemoryFact(
-            tenant_id="acme", subject="rosa", attribute=key, value={"text": text},
-            valid_from=f"{day}T18:00:00Z", source_episode_id=key,
-        ))  # fmt: skip
+    told(store, "acme", turns, subject="rosa")
     client = TestClient(create_app(store))
     asked = {"tenant": "acme", "valid_at": "2025-08-01", "q": "Where was Rosa's flat in February?"}
     hits = client.get("/search.json", params=asked).json()["hits"]

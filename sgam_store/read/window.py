@@ -428,8 +428,8 @@ def vocabulary(lang: str) -> Words:
     marks = {form.lower() for key in ("am", "pm") for form in info.get(key, [])}  # "a week am"
     months = {form for form, name in forms.items() if name in MONTHS}
     leading = {p.split()[0].lower() for p in relative if len(p.split()) > 1}
-    words = {f.lower() for key in ("in", "ago", "pertain") for f in info.get(key, [])}
-    cues = {w for w in skip | words | leading | EXTRA_CUES.get(lang, set())
+    linking = {f.lower() for key in ("in", "ago", "pertain") for f in info.get(key, [])}
+    cues = {w for w in skip | linking | leading | EXTRA_CUES.get(lang, set())
             if WORD.fullmatch(w) and len(w) > 1}  # fmt: skip
     fields = (known, capitalized, units, numbers, skip | marks, months, cues)
     return Words(*map(frozenset, fields))
